@@ -1,0 +1,138 @@
+#include "frontend/tool.hh"
+
+#include <cmath>
+#include <iostream>
+
+#include "config.h"
+#include "util/error.hh"
+
+namespace tracemod {
+namespace {
+
+void add_common(Tool& tool) {
+  tool.options.add_options()                                             //
+      ("help,h", "show this help and exit")                              //
+      ("version", "show the version and exit")                           //
+      ("verbose,v", "say what the shell does (seed, counters at exit)")  //
+      ("isolated", "do not connect the outermost shell to the host network (no pasta)");
+}
+
+bool takes_value(const po::options_description& d, const std::string& token) {
+  std::string name = token.substr(token.find_first_not_of('-'));
+  if (name.find('=') != std::string::npos) return false;
+  const bool is_short = token.size() >= 2 && token[1] != '-';
+  if (is_short && name.size() > 1) return false;  // -x5: value attached
+  const po::option_description* opt = d.find_nothrow(name, false, false, is_short);
+  return opt && opt->semantic()->max_tokens() > 0;
+}
+
+// Splits ARGS into the tool's own arguments and the command: everything after `--`, or from the first
+// positional argument beyond what the tool takes (so `tm-delay 40 curl URL` works as in Mahimahi).
+void split_command(const Tool& tool, const std::vector<std::string>& args, std::vector<std::string>& own,
+                   std::vector<std::string>& command) {
+  const unsigned max_positional = tool.positional.max_total_count();
+  unsigned positional = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      return;
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      own.push_back(a);
+      if (takes_value(tool.options, a) && i + 1 < args.size()) own.push_back(args[++i]);
+      continue;
+    }
+    if (positional++ == max_positional) {
+      command.assign(args.begin() + static_cast<long>(i), args.end());
+      return;
+    }
+    own.push_back(a);
+  }
+}
+
+int usage_error(const Tool& tool, const std::string& message) {
+  std::cerr << tool.name << ": " << message << "\n"
+            << "usage: " << tool.name << " " << tool.synopsis << "\n"
+            << "Try '" << tool.name << " --help' for more information.\n";
+  return 2;
+}
+
+}  // namespace
+
+int run_tool(int argc, char** argv, Tool& tool) {
+  add_common(tool);
+  std::vector<std::string> own, command;
+  split_command(tool, std::vector<std::string>(argv + 1, argv + argc), own, command);
+  po::variables_map vm;
+  ShellOptions shell;
+  QueueFactory queues;
+  try {
+    po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << tool.name << " " << tool.synopsis << "\n" << tool.summary << "\n\n" << tool.options;
+      return 0;
+    }
+    if (vm.count("version")) {
+      std::cout << tool.name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
+      return 0;
+    }
+    shell.tool = tool.name;
+    shell.command = command;
+    shell.verbose = vm.count("verbose") > 0;
+    shell.isolated = vm.count("isolated") > 0;
+    queues = tool.configure(vm, shell);
+  } catch (const po::error& e) {
+    return usage_error(tool, e.what());
+  } catch (const UsageError& e) {
+    return usage_error(tool, e.what());
+  }
+  try {
+    return run_shell(shell, queues);
+  } catch (const std::exception& e) {
+    std::cerr << tool.name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+double parse_milliseconds(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(v) || v < 0 || v > 3.6e6)
+    throw UsageError("invalid " + option + " '" + text + "': expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25)");
+  return v;
+}
+
+double parse_probability(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= 0 && v <= 1))
+    throw UsageError("invalid " + option + " '" + text + "': expected a probability from 0 to 1 (e.g. 0.01)");
+  return v;
+}
+
+uint64_t parse_seed(const std::string& text) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || text[0] == '-')
+    throw UsageError("invalid --seed '" + text + "': expected an unsigned 64-bit integer");
+  return v;
+}
+
+}  // namespace tracemod

@@ -1,0 +1,33 @@
+// One queue per direction of a shell. Queues never read the clock: the event loop passes `now`, and asks
+// next_event() when it must wake up again. This is what makes them testable with a fake clock.
+#pragma once
+
+#include <cstdint>
+
+#include "packet/packet.hh"
+#include "util/clock.hh"
+
+namespace tracemod {
+
+// Counted in wire packets (a GSO frame counts as its segments), so that
+// in_packets == out_packets + dropped_packets + queued_packets always holds.
+struct QueueStats {
+  uint64_t in_packets = 0, out_packets = 0, dropped_packets = 0, queued_packets = 0;
+  uint64_t queued_bytes = 0;  // memory held, in buffer bytes
+};
+
+class PacketQueue {
+ public:
+  virtual ~PacketQueue() = default;
+  virtual void enqueue(Packet&& p, Nanos now) = 0;
+  // Hands every packet due at or before NOW to OUT, in order.
+  virtual void dequeue_ready(Nanos now, PacketSink& out) = 0;
+  // The earliest time dequeue_ready would hand something out, or kNever.
+  virtual Nanos next_event() const = 0;
+  const QueueStats& stats() const { return stats_; }
+
+ protected:
+  QueueStats stats_;
+};
+
+}  // namespace tracemod

@@ -1,0 +1,31 @@
+// The shell every tool runs: the command in its own network namespace, joined to the parent namespace by this
+// shell's link, with the user-space ferry moving frames through one queue per direction.
+// Theory of operation: docs/ARCHITECTURE.md.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "packet/buffer_pool.hh"
+#include "packet/ferry.hh"
+#include "packet/packet_queue.hh"
+
+namespace tracemod {
+
+struct ShellOptions {
+  std::string tool;                  // "tm-delay", for messages
+  std::string prompt_tag;            // "[delay 10]"
+  std::vector<std::string> command;  // empty: the user's $SHELL
+  std::vector<std::string> log_lines;  // said with -v: the seed and similar facts of the run
+  bool verbose = false;
+  bool isolated = false;  // do not try pasta
+};
+
+using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
+
+// Runs the command behind the link until it exits; returns its exit status (128+N if killed by signal N).
+int run_shell(const ShellOptions& options, const QueueFactory& make_queue);
+
+}  // namespace tracemod

@@ -1,0 +1,144 @@
+#include "util/command.hh"
+
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "util/capabilities.hh"
+
+namespace tracemod {
+namespace {
+
+void say(const CommandSpec& spec, const std::string& msg) {
+  const std::string line = spec.tool + ": " + msg + "\n";
+  (void)!::write(2, line.data(), line.size());
+}
+
+// A private /proc for the new pid namespace, so $$ and /proc/self agree inside. Mount events still flow in
+// from the host (slave), none flow out.
+void remount_proc(const CommandSpec& spec) {
+  if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0 ||
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+    say(spec, std::string("warning: cannot mount a private /proc (") + std::strerror(errno) +
+                  "); process ids under /proc are the host's");
+}
+
+void noop_handler(int) {}
+
+void become(const CommandSpec& spec) {
+  const Identity& id = spec.identity;
+  if (id.change) {
+    prctl(PR_SET_KEEPCAPS, 1);  // keep permitted capabilities across the uid change, to make them ambient
+    if (setgroups(id.groups.size(), id.groups.data()) < 0 || setresgid(id.gid, id.gid, id.gid) < 0 ||
+        setresuid(id.uid, id.uid, id.uid) < 0) {
+      say(spec, std::string("cannot switch to user ") + id.user + ": " + std::strerror(errno));
+      _exit(1);
+    }
+  }
+  try {
+    raise_ambient_nesting_caps();
+  } catch (const std::exception& e) {
+    say(spec, std::string("warning: nested shells will not work: ") + e.what());
+  }
+}
+
+[[noreturn]] void exec_command(const CommandSpec& spec) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  become(spec);
+  std::vector<char*> argv, envp;
+  for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  execvpe(argv[0], argv.data(), envp.data());
+  const int err = errno;
+  say(spec, spec.argv[0] + ": " + std::strerror(err));
+  _exit(err == ENOENT ? 127 : 126);  // the shell convention for "not found" / "cannot run"
+}
+
+int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace
+
+const std::vector<int>& forwarded_signals() {
+  static const std::vector<int> sigs = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  return sigs;
+}
+
+Identity command_identity() {
+  Identity id;
+  const char* sudo_uid = getenv("SUDO_UID");
+  if (geteuid() != 0 || !sudo_uid || std::atol(sudo_uid) == 0) return id;
+  const passwd* pw = getpwuid(static_cast<uid_t>(std::atol(sudo_uid)));
+  if (!pw) return id;
+  id.change = true;
+  id.uid = pw->pw_uid;
+  id.gid = pw->pw_gid;
+  id.user = pw->pw_name;
+  id.home = pw->pw_dir;
+  id.shell = pw->pw_shell;
+  int n = 64;
+  id.groups.resize(static_cast<size_t>(n));
+  if (getgrouplist(pw->pw_name, pw->pw_gid, id.groups.data(), &n) < 0) {
+    id.groups.resize(static_cast<size_t>(n));
+    getgrouplist(pw->pw_name, pw->pw_gid, id.groups.data(), &n);
+  }
+  id.groups.resize(static_cast<size_t>(n));
+  return id;
+}
+
+void run_init(const CommandSpec& spec, int go_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char go = 0;
+  if (::read(go_fd, &go, 1) != 1) _exit(1);  // the shell failed or died before the link was ready
+  ::close(go_fd);
+  remount_proc(spec);
+
+  // As pid 1 we receive only signals we handle; a handler (kept blocked, read via signalfd) makes them arrive.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  struct sigaction sa {};
+  sa.sa_handler = noop_handler;
+  for (int s : forwarded_signals()) sigaddset(&set, s), sigaction(s, &sa, nullptr);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+
+  const pid_t child = fork();
+  if (child < 0) {
+    say(spec, std::string("fork: ") + std::strerror(errno));
+    _exit(1);
+  }
+  if (child == 0) exec_command(spec);
+
+  for (;;) {
+    signalfd_siginfo si;
+    if (::read(sfd, &si, sizeof si) != sizeof si) {
+      if (errno == EINTR) continue;
+      _exit(1);
+    }
+    if (si.ssi_signo == SIGCHLD) {
+      int status;
+      pid_t p;
+      while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+        if (p == child) _exit(status_code(status));  // the kernel then kills what the command left behind
+    } else if (si.ssi_code != SI_KERNEL) {
+      // Terminal-generated signals (SI_KERNEL) reached the command's process group directly already.
+      kill(child, static_cast<int>(si.ssi_signo));
+    }
+  }
+}
+
+}  // namespace tracemod

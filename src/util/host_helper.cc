@@ -1,0 +1,161 @@
+#include "util/host_helper.hh"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "util/error.hh"
+
+namespace tracemod {
+namespace {
+
+enum Op : int { kMaps = 1, kPasta = 2 };
+
+struct Request {
+  int op;
+  pid_t pid;
+  int verbose;
+  int netns_fd;
+  char ifname[16];
+};
+
+// Returns 0 or an errno value.
+int write_map_file(pid_t pid, const char* file, const std::string& text) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + file;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int err = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : errno;
+  ::close(fd);
+  return err;
+}
+
+int write_maps_for(pid_t pid) {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (uid == 0) {  // root may map everything, so files owned by other users keep their owners inside
+    if (int e = write_map_file(pid, "uid_map", "0 0 4294967295\n")) return e;
+    return write_map_file(pid, "gid_map", "0 0 4294967295\n");
+  }
+  if (int e = write_map_file(pid, "setgroups", "deny\n")) return e;  // required before an unprivileged gid_map
+  if (int e = write_map_file(pid, "uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n")) return e;
+  return write_map_file(pid, "gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
+}
+
+[[noreturn]] void become_pasta(const Request& r) {
+  std::vector<std::string> args = {"pasta", "--config-net", "--foreground", "--quiet",
+                                   "--ns-ifname", r.ifname,
+                                   // Nothing of the inside is exposed on the host, and no host port is
+                                   // spliced in: the shell's own DNAT decides what TM_BASE reaches.
+                                   "-t", "none", "-u", "none", "-T", "none", "-U", "none"};
+  if (geteuid() == 0) args.insert(args.end(), {"--runas", "0:0"});  // else pasta drops to nobody and fails
+  const std::string proc = "/proc/" + std::to_string(r.pid);
+  args.insert(args.end(), {"--userns", proc + "/ns/user", "--netns", proc + "/fd/" + std::to_string(r.netns_fd)});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  dup2(null, 0);
+  if (!r.verbose) dup2(null, 1), dup2(null, 2);
+  execvp("pasta", argv.data());
+  _exit(127);
+}
+
+[[noreturn]] void helper_main(int fd) {
+  Request r{};
+  while (::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
+    if (r.op == kMaps) {
+      int err = write_maps_for(r.pid);
+      if (::write(fd, &err, sizeof err) != sizeof err) _exit(1);
+    } else if (r.op == kPasta) {
+      ::close(fd);
+      become_pasta(r);
+    }
+  }
+  _exit(0);
+}
+
+}  // namespace
+
+HostHelper::HostHelper() {
+  int sv[2];
+  check_syscall("create helper channel", socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv));
+  const pid_t parent = getpid();
+  pid_ = static_cast<pid_t>(check_syscall("fork helper", fork()));
+  if (pid_ == 0) {
+    ::close(sv[0]);
+    sigset_t none;  // the shell has its signals blocked for signalfd; the helper must stay killable
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the shell died before PDEATHSIG was armed
+    helper_main(sv[1]);
+  }
+  ::close(sv[1]);
+  channel_ = FileDescriptor(sv[0]);
+}
+
+HostHelper::~HostHelper() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);  // pasta holds no state worth a graceful stop
+  int status;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void HostHelper::write_maps(pid_t shell) {
+  Request r{kMaps, shell, 0, -1, {}};
+  check_syscall("ask helper for user mappings", ::write(channel_.get(), &r, sizeof r));
+  int err = 0;
+  if (::read(channel_.get(), &err, sizeof err) != sizeof err) throw Error("write user namespace maps: helper died");
+  if (err) throw_errno("write user namespace maps", err);
+}
+
+void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, bool verbose) {
+  Request r{kPasta, shell, verbose, netns_fd, {}};
+  std::strncpy(r.ifname, ifname.c_str(), sizeof r.ifname - 1);
+  check_syscall("start pasta", ::write(channel_.get(), &r, sizeof r));
+  channel_.reset();
+}
+
+bool HostHelper::reap_if_exited() {
+  if (pid_ <= 0) return true;
+  int status;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return true;
+  }
+  return false;
+}
+
+bool pasta_usable(std::string& why) {
+  bool found = false;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    if (access((dirs.substr(start, end - start) + "/pasta").c_str(), X_OK) == 0) found = true;
+    start = end + 1;
+  }
+  if (!found) {
+    why = "pasta is not installed (Debian/Ubuntu package: passt)";
+    return false;
+  }
+  // pasta hangs rather than failing when it cannot open the TUN device, so check first.
+  int fd = ::open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::string("pasta needs /dev/net/tun: ") + std::strerror(errno);
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
+}  // namespace tracemod

@@ -1,0 +1,38 @@
+// A child forked before the shell enters its own user namespace, so it still acts with the invoking user's
+// identity in the host's namespaces. It writes the shell's uid/gid maps (as bubblewrap's parent does) and can
+// then become pasta, which must run in the host's network namespace. It dies with the shell (PDEATHSIG).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "util/file_descriptor.hh"
+
+namespace tracemod {
+
+class HostHelper {
+ public:
+  HostHelper();  // forks
+  ~HostHelper();  // stops and reaps whatever the child has become
+  HostHelper(const HostHelper&) = delete;
+  HostHelper& operator=(const HostHelper&) = delete;
+
+  // Maps the caller (now in a new user namespace) to its own uid/gid; root maps the whole id range.
+  void write_maps(pid_t shell);
+  // Becomes `pasta` attached to SHELL's user namespace and to the network namespace SHELL holds open as
+  // NETNS_FD (a path that stays put while the shell itself moves between namespaces), with interface IFNAME.
+  void exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, bool verbose);
+  pid_t pid() const { return pid_; }
+  // Call after SIGCHLD: true (and reaped) if the helper has exited.
+  bool reap_if_exited();
+
+ private:
+  pid_t pid_ = -1;
+  FileDescriptor channel_;
+};
+
+// Whether pasta can be used here; if not, WHY says what stops it.
+bool pasta_usable(std::string& why);
+
+}  // namespace tracemod

@@ -1,0 +1,32 @@
+// Network namespaces by file descriptor: no names in /run/netns, so nothing outlives its last user.
+#pragma once
+
+#include "util/file_descriptor.hh"
+
+namespace tracemod {
+
+// A handle on the calling thread's current network namespace.
+FileDescriptor current_netns();
+
+// Moves the calling thread into the network namespace NS.
+void enter_netns(const FileDescriptor& ns, const char* what);
+
+// Creates a fresh network namespace and returns its handle; the caller stays where it was (HOME).
+FileDescriptor make_netns(const FileDescriptor& home);
+
+// Runs in NS for its lifetime, returns to HOME on destruction.
+class InNetns {
+ public:
+  InNetns(const FileDescriptor& ns, const FileDescriptor& home);
+  ~InNetns();
+  InNetns(const InNetns&) = delete;
+  InNetns& operator=(const InNetns&) = delete;
+
+ private:
+  const FileDescriptor& home_;
+};
+
+// Turns a failed unshare(CLONE_NEWUSER) into a message naming the kernel setting that refused.
+[[noreturn]] void explain_userns_failure(int err);
+
+}  // namespace tracemod

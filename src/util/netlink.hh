@@ -1,0 +1,52 @@
+// Link, address, route and neighbour changes through libnl-route-3, in one network namespace: the one the
+// caller was in when the Netlink object was made (a netlink socket belongs to its creator's namespace).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+struct nl_sock;
+
+namespace tracemod {
+
+struct MacAddress {
+  uint8_t bytes[6];
+  std::string str() const;
+};
+
+class Netlink {
+ public:
+  Netlink();
+  ~Netlink();
+  Netlink(const Netlink&) = delete;
+  Netlink& operator=(const Netlink&) = delete;
+
+  // Creates a veth pair NAME (here, or in namespace NS_FD if >= 0) <-> PEER (in namespace PEER_NS_FD).
+  // Returns false if NAME already exists (the creation is atomic, so this is how names are claimed).
+  bool add_veth(const std::string& name, const MacAddress& mac, int ns_fd, const std::string& peer,
+                const MacAddress& peer_mac, int peer_ns_fd);
+  int ifindex(const std::string& name);
+  void set_up(const std::string& name);
+  // ADDRESS is "a.b.c.d/len" or "x::y/len"; duplicate address detection is skipped (the link is ours).
+  void add_address(const std::string& name, const std::string& address);
+  // DESTINATION is a prefix ("default" allowed), GATEWAY an address on NAME's link.
+  void add_route(const std::string& destination, const std::string& gateway, const std::string& name, int family);
+  // A permanent neighbour entry, so the first packet needs no ARP/ND round trip across the emulated link.
+  void add_neighbour(const std::string& name, const std::string& address, const MacAddress& mac);
+
+  struct DefaultRoute {
+    std::string gateway;  // empty if the route has no gateway
+    std::string ifname;
+  };
+  std::optional<DefaultRoute> default_route(int family);
+
+ private:
+  struct SockDeleter {
+    void operator()(nl_sock* s) const;
+  };
+  std::unique_ptr<nl_sock, SockDeleter> sock_;
+};
+
+}  // namespace tracemod
