@@ -148,12 +148,14 @@ Ferry::~Ferry() {
   other.join();
 }
 
-void Ferry::receive(Direction d, PacketQueue& queue) {
+int Ferry::receive(Direction d, PacketQueue& queue) {
   RxBatch& rx = *rx_[d];
   const int fd = fd_for_arrivals(d);
+  int total = 0;
   for (int round = 0; round < 4; ++round) {  // bounded, so one busy direction cannot starve the other
     int n = recvmmsg(fd, rx.msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return;  // EAGAIN (drained) or a transient error: epoll will tell us again
+    if (n <= 0) return total;  // EAGAIN (drained) or a transient error: epoll will tell us again
+    total += n;
     Nanos now;
     const Nanos offset = realtime_offset(now);
     for (int i = 0; i < n; ++i) {
@@ -170,8 +172,9 @@ void Ferry::receive(Direction d, PacketQueue& queue) {
       rx.refill(pool_, i);
       queue.enqueue(std::move(p), now);
     }
-    if (n < kBatch) return;
+    if (n < kBatch) return total;
   }
+  return total;
 }
 
 void Ferry::release(Direction d, PacketQueue& queue, Nanos now) {

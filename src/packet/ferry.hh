@@ -31,8 +31,8 @@ class Ferry {
   ~Ferry();
 
   int fd_for_arrivals(Direction d) const { return d == kUplink ? inner_.get() : outer_.get(); }
-  // Reads what has arrived for direction D (a bounded number of batches) into QUEUE.
-  void receive(Direction d, PacketQueue& queue);
+  // Reads what has arrived for direction D (a bounded number of batches) into QUEUE; returns how many frames.
+  int receive(Direction d, PacketQueue& queue);
   // Sends what QUEUE releases at NOW out of direction D's exit.
   void release(Direction d, PacketQueue& queue, Nanos now);
   const FerryCounters& counters() const { return counters_; }

@@ -3,9 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 #include <iostream>
 #include <optional>
 
+#include "packet/event_loop.hh"
 #include "packet/link_plan.hh"
 #include "util/capabilities.hh"
 #include "util/command.hh"
@@ -54,15 +53,17 @@ void configure_router_namespace() {
     write_sysctl(base + "router_solicitations", "0");
     write_sysctl(base + "accept_ra", "0");
   }
-  write_sysctl("net/ipv4/ping_group_range", "0 2147483647");  // unprivileged ICMP echo, as most hosts allow
-}
-
-sigset_t shell_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  for (int s : forwarded_signals()) sigaddset(&set, s);
-  return set;
+  // Unprivileged ICMP echo, as most hosts allow; only mapped gids are valid inside an unprivileged user
+  // namespace, so fall back to our own. Best effort: the command also holds CAP_NET_RAW.
+  try {
+    write_sysctl("net/ipv4/ping_group_range", "0 2147483647");
+  } catch (const Error&) {
+    const std::string gid = std::to_string(getegid());
+    try {
+      write_sysctl("net/ipv4/ping_group_range", gid + " " + gid);
+    } catch (const Error&) {
+    }
+  }
 }
 
 std::string user_shell(const Identity& id) {
@@ -215,87 +216,6 @@ pid_t start_init(CommandSpec& spec, int go[2]) {
     throw_errno(errno == ENOSPC ? "create pid namespace (the kernel nests at most 32)" : "create pid namespace", errno);
   return pid;
 }
-
-int wait_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-
-class EventLoop {
- public:
-  EventLoop(Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host)
-      : ferry_(ferry), init_(init), host_(host) {
-    queues_[Ferry::kUplink] = up;
-    queues_[Ferry::kDownlink] = down;
-    sigset_t set = shell_signals();
-    signals_ = FileDescriptor(static_cast<int>(check_syscall("signalfd", signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK))));
-    epoll_ = FileDescriptor(static_cast<int>(check_syscall("epoll_create", epoll_create1(EPOLL_CLOEXEC))));
-    watch(signals_.get(), 2);
-    watch(ferry.fd_for_arrivals(Ferry::kUplink), Ferry::kUplink);
-    watch(ferry.fd_for_arrivals(Ferry::kDownlink), Ferry::kDownlink);
-  }
-
-  int run() {
-    for (;;) {
-      epoll_event ev[4];
-      const int n = wait(ev);
-      for (int i = 0; i < n; ++i) {
-        const uint32_t tag = ev[i].data.u32;
-        if (tag == 2) {
-          if (auto status = on_signals()) return *status;
-        } else {
-          auto d = static_cast<Ferry::Direction>(tag);
-          ferry_.receive(d, *queues_[d]);
-        }
-      }
-      const Nanos now = monotonic_now();
-      ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
-      ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
-    }
-  }
-
- private:
-  void watch(int fd, uint32_t tag) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u32 = tag;
-    check_syscall("epoll_ctl", epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev));
-  }
-
-  // Sleeps until kSpinAhead before the next release, then polls without sleeping until it is due: timer
-  // wake-ups on a virtual machine overshoot by 25-150 us, more than the precision a delay line promises.
-  int wait(epoll_event* ev) {
-    constexpr Nanos kSpinAhead = 150 * 1000;
-    const Nanos next = std::min(queues_[0]->next_event(), queues_[1]->next_event());
-    timespec timeout{}, *tp = nullptr;
-    if (next != kNever) {
-      const Nanos wait = std::max<Nanos>(0, next - monotonic_now() - kSpinAhead);
-      timeout = {static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
-      tp = &timeout;
-    }
-    const int n = epoll_pwait2(epoll_.get(), ev, 4, tp, nullptr);
-    if (n < 0 && errno != EINTR) throw_errno("epoll_pwait2", errno);
-    return std::max(n, 0);
-  }
-
-  std::optional<int> on_signals() {
-    signalfd_siginfo si;
-    while (::read(signals_.get(), &si, sizeof si) == sizeof si) {
-      if (si.ssi_signo != SIGCHLD) {
-        // The terminal's own signals (SI_KERNEL) reached the command's process group already.
-        if (si.ssi_code != SI_KERNEL) kill(init_, static_cast<int>(si.ssi_signo));
-        continue;
-      }
-      if (host_) host_->reap_if_exited();
-      int status;
-      if (waitpid(init_, &status, WNOHANG) == init_) return wait_status(status);
-    }
-    return std::nullopt;
-  }
-
-  Ferry& ferry_;
-  PacketQueue* queues_[2];
-  pid_t init_;
-  HostHelper* host_;
-  FileDescriptor signals_, epoll_;
-};
 
 void report(const ShellOptions& o, const PacketQueue& up, const PacketQueue& down, const Ferry& ferry) {
   for (auto [name, q] : {std::pair{"uplink", &up}, std::pair{"downlink", &down}}) {

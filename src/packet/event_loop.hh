@@ -1,0 +1,38 @@
+// The shell's one event loop: frames arriving on either end of the link, the queues' next release times, and
+// signals (the command's exit, and signals to pass on). One `now` per turn is handed to the queues.
+#pragma once
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/types.h>
+
+#include "packet/ferry.hh"
+#include "packet/packet_queue.hh"
+#include "util/file_descriptor.hh"
+#include "util/host_helper.hh"
+
+namespace tracemod {
+
+// The signals a shell blocks and reads through signalfd: SIGCHLD and those it passes on to the command.
+sigset_t shell_signals();
+
+class EventLoop {
+ public:
+  EventLoop(Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host);
+  // Runs until the command's init exits; returns its exit status (128+N if killed by signal N).
+  int run();
+
+ private:
+  void watch(int fd, uint32_t tag);
+  int wait(epoll_event* ev);
+  bool on_signals(int& status);
+
+  Ferry& ferry_;
+  PacketQueue* queues_[2];
+  pid_t init_;
+  HostHelper* host_;
+  Nanos last_arrival_ = 0;
+  FileDescriptor signals_, epoll_;
+};
+
+}  // namespace tracemod
