@@ -43,7 +43,8 @@ Layout parse(const Packet& p) {
   const uint8_t* f = p.frame();
   const uint32_t n = p.frame_size();
   const uint8_t type = p.vnet().gso_type & static_cast<uint8_t>(~VIRTIO_NET_HDR_GSO_ECN);
-  if (n < kEthernetHeaderSize + 40 || p.vnet().gso_size == 0) return l;
+  // A UDP GSO frame with a tiny gso_size may be shorter than Ethernet + 40 bytes and still be several packets.
+  if (n < kEthernetHeaderSize + 20 || p.vnet().gso_size == 0) return l;
   const uint16_t eth = get16(f + 12);
   if (type == VIRTIO_NET_HDR_GSO_TCPV4 || type == VIRTIO_NET_HDR_GSO_TCPV6) l.tcp = true;
   else if (type != VIRTIO_NET_HDR_GSO_UDP_L4) return l;
@@ -56,7 +57,10 @@ Layout parse(const Packet& p) {
     return l;
   }
   if (p.vnet().flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) l.l4 = p.vnet().csum_start;  // covers IPv6 extension headers
-  if (l.l4 + 20 > n) return l;
+  // The IP header (for IPv6, its addresses) must lie before L4, whatever csum_start claims.
+  if (l.l4 < l.l3 + (l.v4 ? 20u : 40u)) return l;
+  // The L4 header must fit: 20 bytes for TCP, 8 for UDP.
+  if (l.l4 + (l.tcp ? 20u : 8u) > n) return l;
   l.payload = l.l4 + (l.tcp ? (f[l.l4 + 12] >> 4) * 4u : 8u);
   l.ok = l.payload < n;
   return l;
