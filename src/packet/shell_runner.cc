@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <optional>
 
 #include "packet/event_loop.hh"
@@ -31,6 +33,9 @@ namespace tracemod {
 namespace {
 
 constexpr const char* kPastaIfname = "pasta0";
+// Where the command sends DNS when the host's resolver listens on loopback: pasta maps it to that resolver.
+// Outside every level's link prefix (those stay below 100.68.0.0).
+constexpr const char* kDnsForward = "100.127.255.53";
 
 int inherited_depth() {
   const char* d = getenv("TM_DEPTH");
@@ -104,9 +109,34 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
 // The outermost shell's own user namespace and private outer namespace (P0), joined to the host by pasta.
 struct Outside {
   std::unique_ptr<HostHelper> host;
-  FileDescriptor netns;  // P0, held open for pasta to find
+  FileDescriptor netns;     // P0, held open for pasta to find
   bool pasta = false;
+  std::string resolv_conf;  // the command's resolv.conf, if the host's names a loopback resolver
 };
+
+bool is_loopback_nameserver(const std::string& line) {
+  std::istringstream in(line);
+  std::string key, addr;
+  in >> key >> addr;
+  return key == "nameserver" && (addr.rfind("127.", 0) == 0 || addr == "::1");
+}
+
+// The host's resolv.conf with loopback resolvers (127.0.0.53 of systemd-resolved, a local dnsmasq...)
+// replaced by kDnsForward; empty if there is nothing to replace.
+std::string forwarded_resolv_conf() {
+  std::ifstream in("/etc/resolv.conf");
+  std::string line, out;
+  bool replaced = false;
+  while (std::getline(in, line)) {
+    if (!is_loopback_nameserver(line)) {
+      out += line + "\n";
+    } else if (!replaced) {
+      out += std::string("nameserver ") + kDnsForward + "\n";
+      replaced = true;
+    }
+  }
+  return replaced ? out : std::string();
+}
 
 Outside enter_own_namespaces(const ShellOptions& o) {
   Outside out;
@@ -119,7 +149,11 @@ Outside enter_own_namespaces(const ShellOptions& o) {
   configure_router_namespace();
   Netlink().set_up("lo");
   out.netns = current_netns();
-  if (out.pasta) out.host->exec_pasta(getpid(), out.netns.get(), kPastaIfname, o.verbose);
+  if (out.pasta) {
+    out.resolv_conf = forwarded_resolv_conf();
+    out.host->exec_pasta(getpid(), out.netns.get(), kPastaIfname, out.resolv_conf.empty() ? "" : kDnsForward,
+                         o.verbose);
+  }
   else if (!o.isolated)
     std::cerr << o.tool << ": " << why << "; running isolated: only $TM_BASE is reachable\n";
   return out;
@@ -259,6 +293,7 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   spec.identity = identity;
   spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(identity)} : o.command;
   spec.env = command_environment(o, identity, k.plan, depth, spec.argv[0]);
+  spec.resolv_conf = outside.resolv_conf;
 
   // The command namespace: made here, then its init is forked inside it, in a new pid namespace.
   check_syscall("create network namespace", unshare(CLONE_NEWNET));

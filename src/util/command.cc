@@ -1,5 +1,6 @@
 #include "util/command.hh"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
@@ -13,6 +14,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "util/file_descriptor.hh"
 
 #include "util/capabilities.hh"
 
@@ -31,6 +34,32 @@ void remount_proc(const CommandSpec& spec) {
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
     say(spec, std::string("warning: cannot mount a private /proc (") + std::strerror(errno) +
                   "); process ids under /proc are the host's");
+}
+
+// The command's own /etc/resolv.conf, bind-mounted in its private mount namespace only (nested shells inherit
+// it). The file lives in an anonymous tmpfs that is never attached anywhere, so nothing is left on any disk.
+bool mount_resolv_conf(const std::string& content) {
+  FileDescriptor fs(static_cast<int>(fsopen("tmpfs", FSOPEN_CLOEXEC)));
+  if (fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) return false;
+  FileDescriptor root(static_cast<int>(fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)));
+  {
+    FileDescriptor file(openat(root.get(), "resolv.conf", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    if (::write(file.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) return false;
+  }
+  FileDescriptor tree(static_cast<int>(open_tree(root.get(), "resolv.conf", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  return move_mount(tree.get(), "", AT_FDCWD, "/etc/resolv.conf", MOVE_MOUNT_F_EMPTY_PATH) == 0;
+}
+
+void override_resolv_conf(const CommandSpec& spec) {
+  if (spec.resolv_conf.empty()) return;
+  bool ok = false;
+  try {
+    ok = mount_resolv_conf(spec.resolv_conf);
+  } catch (const std::exception&) {  // FileDescriptor refuses a failed open; errno still says why
+  }
+  if (!ok)
+    say(spec, std::string("warning: cannot point /etc/resolv.conf at the host's resolver (") + std::strerror(errno) +
+                  "); names may not resolve");
 }
 
 void noop_handler(int) {}
@@ -105,6 +134,7 @@ void run_init(const CommandSpec& spec, int go_fd) {
   if (::read(go_fd, &go, 1) != 1) _exit(1);  // the shell failed or died before the link was ready
   ::close(go_fd);
   remount_proc(spec);
+  override_resolv_conf(spec);
 
   // As pid 1 we receive only signals we handle; a handler (kept blocked, read via signalfd) makes them arrive.
   sigset_t set;

@@ -26,6 +26,7 @@ struct CommandSpec {
   std::vector<std::string> argv;   // never empty
   std::vector<std::string> env;    // complete environment, "K=V"
   Identity identity;
+  std::string resolv_conf;         // if not empty: what the command sees as /etc/resolv.conf
 };
 
 // Runs in the freshly forked init. Waits for one byte on GO_FD (EOF: the shell gave up), then starts the

@@ -24,6 +24,7 @@ struct Request {
   int verbose;
   int netns_fd;
   char ifname[16];
+  char dns_forward[64];
 };
 
 // Returns 0 or an errno value.
@@ -55,6 +56,7 @@ int write_maps_for(pid_t pid) {
                                    // spliced in: the shell's own DNAT decides what TM_BASE reaches.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none"};
   if (geteuid() == 0) args.insert(args.end(), {"--runas", "0:0"});  // else pasta drops to nobody and fails
+  if (r.dns_forward[0]) args.insert(args.end(), {"--dns-forward", r.dns_forward});
   const std::string proc = "/proc/" + std::to_string(r.pid);
   args.insert(args.end(), {"--userns", proc + "/ns/user", "--netns", proc + "/fd/" + std::to_string(r.netns_fd)});
   std::vector<char*> argv;
@@ -110,16 +112,18 @@ HostHelper::~HostHelper() {
 }
 
 void HostHelper::write_maps(pid_t shell) {
-  Request r{kMaps, shell, 0, -1, {}};
+  Request r{kMaps, shell, 0, -1, {}, {}};
   check_syscall("ask helper for user mappings", ::write(channel_.get(), &r, sizeof r));
   int err = 0;
   if (::read(channel_.get(), &err, sizeof err) != sizeof err) throw Error("write user namespace maps: helper died");
   if (err) throw_errno("write user namespace maps", err);
 }
 
-void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, bool verbose) {
-  Request r{kPasta, shell, verbose, netns_fd, {}};
+void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, const std::string& dns_forward,
+                            bool verbose) {
+  Request r{kPasta, shell, verbose, netns_fd, {}, {}};
   std::strncpy(r.ifname, ifname.c_str(), sizeof r.ifname - 1);
+  std::strncpy(r.dns_forward, dns_forward.c_str(), sizeof r.dns_forward - 1);
   check_syscall("start pasta", ::write(channel_.get(), &r, sizeof r));
   channel_.reset();
 }
