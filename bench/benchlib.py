@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Number crunching and formatting for the tracemod benchmarks (called by lib.sh; stdlib only).
+
+Percentiles are nearest-rank: pN is the smallest sample with at least N% of the samples at or below it,
+so every figure printed is a value that was actually measured.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import select
+import socket
+import struct
+import sys
+import time
+
+SO_TIMESTAMPNS = 35  # Linux (asm-generic); not exported by Python's socket module
+ICMP_ECHO_REPLY, ICMP_ECHO_REQUEST = 0, 8
+
+
+def percentile(sorted_values, p):
+    rank = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def cmd_iperf(args):
+    """Gbit/s the receiver got, from an iperf3 -J report."""
+    with open(args.file) as f:
+        text = f.read()
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError:
+        sys.exit(f"benchlib: {args.file}: not an iperf3 JSON report: {text[:200]!r}")
+    if "error" in report:
+        sys.exit(f"benchlib: iperf3: {report['error']}")
+    print(f"{report['end']['sum_received']['bits_per_second'] / 1e9:.2f}")
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def echo_request(ident, seq):
+    payload = bytes(range(56))  # ping's default size: 64 bytes of ICMP
+    header = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, 0, ident, seq)
+    return struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, checksum(header + payload), ident, seq) + payload
+
+
+def read_replies(sock, ident, sent, rtts):
+    """Reads the echo replies waiting on SOCK, recording their RTTs in ms by sequence number."""
+    while True:
+        try:
+            data, ancillary, _, _ = sock.recvmsg(2048, 64, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        arrived = None
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                sec, nsec = struct.unpack("@ll", value[:16])
+                arrived = sec * 10**9 + nsec
+        if arrived is None:
+            arrived = time.time_ns()
+        icmp = data[(data[0] & 0x0F) * 4 :]  # a raw socket hands over the IP header too
+        if len(icmp) < 8:
+            continue
+        kind, _, _, rid, seq = struct.unpack("!BBHHH", icmp[:8])
+        if kind == ICMP_ECHO_REPLY and rid == ident and seq in sent and seq not in rtts:
+            rtts[seq] = (arrived - sent[seq]) / 1e6
+
+
+def cmd_pinger(args):
+    """Pings HOST like `ping -c COUNT -i INTERVAL`, printing each RTT to the microsecond (iputils ping prints
+    times of 10 ms and more to 0.1 ms only). Arrival times are the kernel's receive timestamps, as in ping."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    ident = os.getpid() & 0xFFFF
+    sent, rtts = {}, {}
+    start = time.monotonic()
+    for seq in range(args.count):
+        while True:  # read replies until this packet's slot comes
+            wait = start + seq * args.interval - time.monotonic()
+            if wait <= 0:
+                break
+            if select.select([sock], [], [], wait)[0]:
+                read_replies(sock, ident, sent, rtts)
+        packet = echo_request(ident, seq)  # built before the clock is read: only the send is timed
+        sent[seq] = time.time_ns()
+        sock.sendto(packet, (args.host, 0))
+    deadline = time.monotonic() + args.wait
+    while len(rtts) < len(sent) and time.monotonic() < deadline:
+        if select.select([sock], [], [], max(0, deadline - time.monotonic()))[0]:
+            read_replies(sock, ident, sent, rtts)
+    for seq in sorted(rtts):
+        print(f"64 bytes from {args.host}: icmp_seq={seq} time={rtts[seq]:.3f} ms")
+    print(f"{len(sent)} packets transmitted, {len(rtts)} received")
+
+
+def cmd_ping(args):
+    """min p50 p99 max (ms) of the per-packet times in a pinger (or ping) output, then replies and requests."""
+    times, sent = [], None
+    with open(args.file) as f:
+        for line in f:
+            m = re.search(r"time=([0-9.]+) ms", line)
+            if m:
+                times.append(float(m.group(1)))
+            m = re.match(r"(\d+) packets transmitted", line)
+            if m:
+                sent = int(m.group(1))
+    if not times:
+        sys.exit(f"benchlib: {args.file}: no replies")
+    times.sort()
+    stats = [times[0], percentile(times, 50), percentile(times, 99), times[-1]]
+    print(" ".join(f"{t:.3f}" for t in stats), len(times), sent if sent is not None else "?")
+
+
+def cmd_dist(args):
+    """median p90 (in ms) of durations in microseconds, one per line on stdin, then their count."""
+    values = sorted(float(v) / 1000 for v in sys.stdin.read().split())
+    if not values:
+        sys.exit("benchlib: no durations")
+    print(f"{percentile(values, 50):.1f} {percentile(values, 90):.1f} {len(values)}")
+
+
+def cmd_ratio(args):
+    """A / B, e.g. 0.53x."""
+    print(f"{args.a / args.b:.2f}x" if args.b else "n/a")
+
+
+def cmd_percent(args):
+    """A as a percentage of B."""
+    print(f"{100 * args.a / args.b:.0f}%" if args.b else "n/a")
+
+
+def cmd_excess(args):
+    """A - B - C, signed, in ms: what an emulated delay adds beyond the delay itself and the raw link."""
+    print(f"{args.a - args.b - args.c:+.3f} ms")
+
+
+def cmd_mib(args):
+    """kB (as in /proc/PID/status) as MiB."""
+    print(f"{args.a / 1024:.1f} MiB")
+
+
+def cmd_table(args):
+    """The summary table, in Markdown, from the tab-separated rows lib.sh's emit appends."""
+    header = ["figure", "tracemod", "raw veth", "ratio", "target"]
+    with open(args.file) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    rows = [(r + [""] * len(header))[: len(header)] for r in rows]
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+
+    def fmt(r):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
+
+    print(fmt(header))
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in rows:
+        print(fmt(r))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, func, params in [
+        ("iperf", cmd_iperf, ["file"]),
+        ("pinger", cmd_pinger, ["host", "count", "interval"]),
+        ("ping", cmd_ping, ["file"]),
+        ("dist", cmd_dist, []),
+        ("ratio", cmd_ratio, ["a", "b"]),
+        ("percent", cmd_percent, ["a", "b"]),
+        ("excess", cmd_excess, ["a", "b", "c"]),
+        ("mib", cmd_mib, ["a"]),
+        ("table", cmd_table, ["file"]),
+    ]:
+        p = sub.add_parser(name, help=func.__doc__)
+        for param in params:
+            p.add_argument(param, type={"file": str, "host": str, "count": int}.get(param, float))
+        if func is cmd_pinger:
+            p.add_argument("--wait", type=float, default=2, help="seconds to wait for the last replies")
+        p.set_defaults(func=func)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
