@@ -15,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 #include <optional>
+#include <thread>
 
 #include "packet/event_loop.hh"
 #include "packet/link_plan.hh"
@@ -324,12 +325,17 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   BufferPool pool;
   auto up = make_queue(Ferry::kUplink, pool);
   auto down = make_queue(Ferry::kDownlink, pool);
-  Ferry ferry(std::move(k.outer_sock), std::move(k.inner_sock), pool);
+  auto ferry = std::make_unique<Ferry>(std::move(k.outer_sock), std::move(k.inner_sock), pool);
   write_all(go_write.get(), "g", "start command");
   go_write.reset();
 
-  const int status = EventLoop(ferry, up.get(), down.get(), init, outside.host.get()).run();
-  if (o.verbose) report(o, *up, *down, ferry);
+  const int status = EventLoop(*ferry, up.get(), down.get(), init, outside.host.get()).run();
+  if (o.verbose) report(o, *up, *down, *ferry);
+  // Each closing netlink or packet socket waits for an RCU grace period: close them all at once.
+  outside.host.reset();
+  std::thread nat_closer([&nat] { nat.reset(); });
+  ferry.reset();
+  nat_closer.join();
   return status;
 }
 

@@ -104,11 +104,9 @@ HostHelper::HostHelper() {
 }
 
 HostHelper::~HostHelper() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);  // pasta holds no state worth a graceful stop
-  int status;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  // pasta holds no state worth a graceful stop. Not waited for: tearing down its tap device takes ~40 ms,
+  // and it is already dying; the shell exits right after, and init reaps it.
+  if (pid_ > 0) ::kill(pid_, SIGKILL);
 }
 
 void HostHelper::write_maps(pid_t shell) {

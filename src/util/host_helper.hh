@@ -14,7 +14,7 @@ namespace tracemod {
 class HostHelper {
  public:
   HostHelper();  // forks
-  ~HostHelper();  // stops and reaps whatever the child has become
+  ~HostHelper();  // kills whatever the child has become
   HostHelper(const HostHelper&) = delete;
   HostHelper& operator=(const HostHelper&) = delete;
 
