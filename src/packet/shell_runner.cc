@@ -43,7 +43,8 @@ int inherited_depth() {
   if (!d || !*d) return 0;
   char* end = nullptr;
   long v = std::strtol(d, &end, 10);
-  if (*end || v < 1 || v >= LinkPlan::kMaxLevel) throw Error(std::string("bad TM_DEPTH in the environment: ") + d);
+  if (*end || v < 1 || v + 1 >= LinkPlan::kMaxLevel)
+    throw Error(std::string("bad TM_DEPTH in the environment: ") + d);
   return static_cast<int>(v);
 }
 
@@ -90,8 +91,12 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
   const char* prompt = getenv("TM_PROMPT");
   const std::string tm_prompt = (prompt ? prompt : "") + o.prompt_tag + " ";
   set.push_back({"TM_PROMPT", tm_prompt});
-  // bash's rc files set PS1 themselves, so the prefix is added before each prompt; other shells read PS1.
-  set.push_back({"PROMPT_COMMAND", "PS1=\"${TM_PROMPT}${PS1#\"$TM_PROMPT\"}\""});
+  // bash's rc files set PS1 themselves, so the prefix is added before each prompt (after the user's own
+  // PROMPT_COMMAND, if any); other shells read PS1.
+  const std::string ours = "PS1=\"${TM_PROMPT}${PS1#\"$TM_PROMPT\"}\"";
+  const char* theirs = getenv("PROMPT_COMMAND");
+  const bool chained = theirs && *theirs && std::string(theirs).find(ours) == std::string::npos;
+  set.push_back({"PROMPT_COMMAND", chained ? std::string(theirs) + "; " + ours : theirs && *theirs ? theirs : ours});
   if (shell.find("bash") == std::string::npos) set.push_back({"PS1", tm_prompt + "$ "});
   if (id.change) set.insert(set.end(), {{"HOME", id.home}, {"USER", id.user}, {"LOGNAME", id.user}, {"SHELL", id.shell}});
 
@@ -154,9 +159,9 @@ Outside enter_own_namespaces(const ShellOptions& o) {
     out.resolv_conf = forwarded_resolv_conf();
     out.host->exec_pasta(getpid(), out.netns.get(), kPastaIfname, out.resolv_conf.empty() ? "" : kDnsForward,
                          o.verbose);
-  }
-  else if (!o.isolated)
+  } else if (!o.isolated) {
     std::cerr << o.tool << ": " << why << "; running isolated: only $TM_BASE is reachable\n";
+  }
   return out;
 }
 
@@ -258,7 +263,53 @@ void report(const ShellOptions& o, const PacketQueue& up, const PacketQueue& dow
     std::cerr << o.tool << ": " << name << ": " << s.in_packets << " packets in, " << s.out_packets << " out, "
               << s.dropped_packets << " dropped, " << s.queued_packets << " still queued\n";
   }
-  if (ferry.counters().send_errors) std::cerr << o.tool << ": " << ferry.counters().send_errors << " frames refused by the kernel on send\n";
+  if (const uint64_t refused = ferry.counters().send_errors)
+    std::cerr << o.tool << ": " << refused << " frames refused by the kernel on send\n";
+}
+
+// The command namespace, with the command's init already waiting inside it (see run_init).
+pid_t make_command_namespace(Link& k, CommandSpec& spec, const FileDescriptor& home, FileDescriptor& go_write) {
+  k.c = make_netns(home);
+  InNetns in(k.c, home);  // the init must be cloned from inside C
+  configure_router_namespace();
+  int go[2];
+  check_syscall("pipe", pipe2(go, O_CLOEXEC));
+  go_write = FileDescriptor(go[1]);
+  const pid_t init = start_init(spec, go);
+  ::close(go[0]);
+  return init;
+}
+
+// The link namespace L, and the veth that joins it to the parent, named so that siblings cannot collide.
+void make_link_namespace(Link& k, Netlink& p_nl, int level, const FileDescriptor& home) {
+  k.l = make_netns(home);
+  {
+    InNetns in(k.l, home);
+    write_sysctl("net/ipv6/conf/all/disable_ipv6", "1");  // the link namespace only carries frames
+    write_sysctl("net/ipv6/conf/default/disable_ipv6", "1");
+  }
+  k.plan = claim_link(p_nl, level, k.l);
+}
+
+CommandSpec command_spec(const ShellOptions& o, const LinkPlan& plan, int depth, const Outside& outside) {
+  CommandSpec spec;
+  spec.tool = o.tool;
+  spec.identity = command_identity();
+  spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(spec.identity)} : o.command;
+  spec.env = command_environment(o, spec.identity, plan, depth, spec.argv[0]);
+  spec.resolv_conf = outside.resolv_conf;
+  return spec;
+}
+
+// The NAT table in the parent namespace: needed wherever the command's traffic can go further than P.
+std::unique_ptr<OwnedNftTable> install_nat(const ShellOptions& o, const LinkPlan& plan, int depth, Outside& outside,
+                                           Netlink& p_nl) {
+  std::optional<Netlink::DefaultRoute> pasta_route;
+  if (outside.pasta && !(pasta_route = wait_for_pasta(p_nl, *outside.host)))
+    std::cerr << o.tool << ": pasta did not start; running isolated: only $TM_BASE is reachable\n";
+  if (depth == 0 && !pasta_route) return nullptr;  // isolated: nothing lies beyond P0
+  const std::string table = "tracemod_" + std::to_string(plan.level) + "_" + std::to_string(plan.sibling);
+  return std::make_unique<OwnedNftTable>(table, nat_rules(table, plan, pasta_route ? pasta_route->gateway : ""));
 }
 
 }  // namespace
@@ -267,67 +318,32 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   prctl(PR_SET_TIMERSLACK, 1UL);  // wake-ups as exact as the timer allows; delays are the product
   sigset_t sigs = shell_signals();
   sigprocmask(SIG_BLOCK, &sigs, nullptr);
-  for (const auto& line : o.log_lines)
-    if (o.verbose) std::cerr << o.tool << ": " << line << "\n";
+  if (o.verbose)
+    for (const auto& line : o.log_lines) std::cerr << o.tool << ": " << line << "\n";
 
   const int depth = inherited_depth();
-  if (depth + 1 >= LinkPlan::kMaxLevel) throw Error("too deeply nested");
   Outside outside;
   if (depth == 0) outside = enter_own_namespaces(o);
   else if (!have_effective_net_admin())
     throw Error("TM_DEPTH is set but this process lacks CAP_NET_ADMIN: was it started outside a tracemod shell?");
 
-  const Identity identity = command_identity();
-  FileDescriptor home = current_netns();
+  FileDescriptor home = current_netns(), go;
   Netlink p_nl;
   Link k;
-  k.l = make_netns(home);
-  {
-    InNetns in(k.l, home);
-    write_sysctl("net/ipv6/conf/all/disable_ipv6", "1");  // the link namespace only carries frames
-    write_sysctl("net/ipv6/conf/default/disable_ipv6", "1");
-  }
-  k.plan = claim_link(p_nl, depth + 1, k.l);
-
-  CommandSpec spec;
-  spec.tool = o.tool;
-  spec.identity = identity;
-  spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(identity)} : o.command;
-  spec.env = command_environment(o, identity, k.plan, depth, spec.argv[0]);
-  spec.resolv_conf = outside.resolv_conf;
-
-  // The command namespace: made here, then its init is forked inside it, in a new pid namespace.
-  check_syscall("create network namespace", unshare(CLONE_NEWNET));
-  configure_router_namespace();
-  k.c = current_netns();
-  int go[2];
-  check_syscall("pipe", pipe2(go, O_CLOEXEC));
-  const pid_t init = start_init(spec, go);
-  ::close(go[0]);
-  FileDescriptor go_write(go[1]);
-  enter_netns(home, "parent");
-
+  make_link_namespace(k, p_nl, depth + 1, home);
+  CommandSpec spec = command_spec(o, k.plan, depth, outside);
+  const pid_t init = make_command_namespace(k, spec, home, go);
   wire_link_namespace(k, home);
   configure_outer_end(p_nl, k.plan);
   configure_command_end(k, home);
-
-  std::string gateway;
-  if (outside.pasta) {
-    if (auto route = wait_for_pasta(p_nl, *outside.host)) gateway = route->gateway;
-    else std::cerr << o.tool << ": pasta did not start; running isolated: only $TM_BASE is reachable\n";
-  }
-  std::unique_ptr<OwnedNftTable> nat;
-  if (depth > 0 || !gateway.empty()) {
-    const std::string table = "tracemod_" + std::to_string(k.plan.level) + "_" + std::to_string(k.plan.sibling);
-    nat = std::make_unique<OwnedNftTable>(table, nat_rules(table, k.plan, gateway));
-  }
+  std::unique_ptr<OwnedNftTable> nat = install_nat(o, k.plan, depth, outside, p_nl);
 
   BufferPool pool;
   auto up = make_queue(Ferry::kUplink, pool);
   auto down = make_queue(Ferry::kDownlink, pool);
   auto ferry = std::make_unique<Ferry>(std::move(k.outer_sock), std::move(k.inner_sock), pool);
-  write_all(go_write.get(), "g", "start command");
-  go_write.reset();
+  write_all(go.get(), "g", "start command");
+  go.reset();
 
   const int status = EventLoop(*ferry, up.get(), down.get(), init, outside.host.get()).run();
   if (o.verbose) report(o, *up, *down, *ferry);
