@@ -108,6 +108,8 @@ const std::vector<int>& forwarded_signals() {
 
 Identity command_identity() {
   Identity id;
+  id.uid = geteuid();
+  id.gid = getegid();
   const char* sudo_uid = getenv("SUDO_UID");
   if (geteuid() != 0 || !sudo_uid || std::atol(sudo_uid) == 0) return id;
   const passwd* pw = getpwuid(static_cast<uid_t>(std::atol(sudo_uid)));
@@ -118,13 +120,7 @@ Identity command_identity() {
   id.user = pw->pw_name;
   id.home = pw->pw_dir;
   id.shell = pw->pw_shell;
-  int n = 64;
-  id.groups.resize(static_cast<size_t>(n));
-  if (getgrouplist(pw->pw_name, pw->pw_gid, id.groups.data(), &n) < 0) {
-    id.groups.resize(static_cast<size_t>(n));
-    getgrouplist(pw->pw_name, pw->pw_gid, id.groups.data(), &n);
-  }
-  id.groups.resize(static_cast<size_t>(n));
+  id.groups = {pw->pw_gid};  // only the user's own ids are mapped inside (see HostHelper)
   return id;
 }
 

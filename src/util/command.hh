@@ -12,7 +12,7 @@ namespace tracemod {
 
 struct Identity {
   bool change = false;  // run as another user than the shell (sudo's invoking user)
-  uid_t uid = 0;
+  uid_t uid = 0;        // the command's ids (the caller's own if !change)
   gid_t gid = 0;
   std::vector<gid_t> groups;
   std::string user, home, shell;

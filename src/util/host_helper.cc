@@ -21,6 +21,8 @@ enum Op : int { kMaps = 1, kPasta = 2 };
 struct Request {
   int op;
   pid_t pid;
+  uid_t uid;
+  gid_t gid;
   int verbose;
   int netns_fd;
   char ifname[16];
@@ -37,16 +39,20 @@ int write_map_file(pid_t pid, const char* file, const std::string& text) {
   return err;
 }
 
-int write_maps_for(pid_t pid) {
-  const uid_t uid = geteuid();
-  const gid_t gid = getegid();
-  if (uid == 0) {  // root may map everything, so files owned by other users keep their owners inside
+std::string single(uint32_t id) { return std::to_string(id) + " " + std::to_string(id) + " 1\n"; }
+
+// Root running its own command maps every id, so files keep their owners inside. Anyone else -- including root
+// acting for a sudo user -- maps only the command's own ids: with uid 0 unmapped, a setuid-root program inside
+// cannot become root, whatever the command does with its capabilities in the namespace.
+int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
+  if (geteuid() == 0 && uid == 0) {
     if (int e = write_map_file(pid, "uid_map", "0 0 4294967295\n")) return e;
     return write_map_file(pid, "gid_map", "0 0 4294967295\n");
   }
-  if (int e = write_map_file(pid, "setgroups", "deny\n")) return e;  // required before an unprivileged gid_map
-  if (int e = write_map_file(pid, "uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n")) return e;
-  return write_map_file(pid, "gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
+  if (geteuid() != 0)  // an unprivileged gid_map needs setgroups denied first
+    if (int e = write_map_file(pid, "setgroups", "deny\n")) return e;
+  if (int e = write_map_file(pid, "uid_map", single(uid))) return e;
+  return write_map_file(pid, "gid_map", single(gid));
 }
 
 [[noreturn]] void become_pasta(const Request& r) {
@@ -73,7 +79,7 @@ int write_maps_for(pid_t pid) {
   Request r{};
   while (::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
     if (r.op == kMaps) {
-      int err = write_maps_for(r.pid);
+      int err = write_maps_for(r.pid, r.uid, r.gid);
       if (::write(fd, &err, sizeof err) != sizeof err) _exit(1);
     } else if (r.op == kPasta) {
       ::close(fd);
@@ -109,8 +115,8 @@ HostHelper::~HostHelper() {
   if (pid_ > 0) ::kill(pid_, SIGKILL);
 }
 
-void HostHelper::write_maps(pid_t shell) {
-  Request r{kMaps, shell, 0, -1, {}, {}};
+void HostHelper::write_maps(pid_t shell, uid_t uid, gid_t gid) {
+  Request r{kMaps, shell, uid, gid, 0, -1, {}, {}};
   check_syscall("ask helper for user mappings", ::write(channel_.get(), &r, sizeof r));
   int err = 0;
   if (::read(channel_.get(), &err, sizeof err) != sizeof err) throw Error("write user namespace maps: helper died");
@@ -119,7 +125,7 @@ void HostHelper::write_maps(pid_t shell) {
 
 void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, const std::string& dns_forward,
                             bool verbose) {
-  Request r{kPasta, shell, verbose, netns_fd, {}, {}};
+  Request r{kPasta, shell, 0, 0, verbose, netns_fd, {}, {}};
   std::strncpy(r.ifname, ifname.c_str(), sizeof r.ifname - 1);
   std::strncpy(r.dns_forward, dns_forward.c_str(), sizeof r.dns_forward - 1);
   check_syscall("start pasta", ::write(channel_.get(), &r, sizeof r));

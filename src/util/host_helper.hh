@@ -18,8 +18,8 @@ class HostHelper {
   HostHelper(const HostHelper&) = delete;
   HostHelper& operator=(const HostHelper&) = delete;
 
-  // Maps the caller (now in a new user namespace) to its own uid/gid; root maps the whole id range.
-  void write_maps(pid_t shell);
+  // Maps ids in SHELL's new user namespace for a command that will run as UID/GID (see write_maps_for).
+  void write_maps(pid_t shell, uid_t uid, gid_t gid);
   // Becomes `pasta` attached to SHELL's user namespace and to the network namespace SHELL holds open as
   // NETNS_FD (a path that stays put while the shell itself moves between namespaces), with interface IFNAME.
   // DNS_FORWARD, if not empty, is an address whose UDP port 53 pasta maps to the host's first resolver.
