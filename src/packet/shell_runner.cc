@@ -79,6 +79,33 @@ std::string user_shell(const Identity& id) {
   return "/bin/sh";
 }
 
+bool reads_ps1_from_environment(const std::string& shell) {
+  const std::string name = shell.substr(shell.rfind('/') + 1);
+  return name == "sh" || name == "dash" || name == "ash" || name == "ksh" || name == "mksh";
+}
+
+// The prompt: TM_PROMPT accumulates one tag per level. bash's rc files set PS1 themselves, so bash gets the
+// prefix from PROMPT_COMMAND (after the user's own, if any), replacing a prefix an outer level put in an
+// inherited PS1; POSIX shells that read PS1 from the environment get it there.
+void set_prompt(std::vector<std::pair<std::string, std::string>>& set, const std::string& tag, int depth,
+                const std::string& shell) {
+  const char* outer = depth > 0 ? getenv("TM_PROMPT") : nullptr;
+  const std::string prompt = (outer ? outer : "") + tag + " ";
+  set.push_back({"TM_PROMPT", prompt});
+  const std::string ours = "case $PS1 in \"$TM_PROMPT\"*) ;; *) PS1=\"$TM_PROMPT${PS1#\"${TM_PS1_PREFIX:-}\"}\";; esac";
+  const char* theirs = getenv("PROMPT_COMMAND");
+  const bool chain = theirs && *theirs && std::string(theirs).find(ours) == std::string::npos;
+  set.push_back({"PROMPT_COMMAND", chain ? std::string(theirs) + "; " + ours : theirs && *theirs ? theirs : ours});
+  if (!reads_ps1_from_environment(shell)) return;
+  const char* ps1 = getenv("PS1");
+  const char* old_prefix = depth > 0 ? getenv("TM_PS1_PREFIX") : nullptr;
+  std::string base = ps1 ? ps1 : "$ ";
+  if (old_prefix && base.rfind(old_prefix, 0) == 0) base.erase(0, std::string(old_prefix).size());
+  set.insert(set.end(), {{"PS1", prompt + base}, {"TM_PS1_PREFIX", prompt}});
+}
+
+// The command's environment: ours, with what the shell sets replacing any inherited value. The outermost
+// shell overrides stale TM_* values (from a script or another tool); nested shells keep the outermost's.
 std::vector<std::string> command_environment(const ShellOptions& o, const Identity& id, const LinkPlan& plan,
                                              int depth, const std::string& shell) {
   std::vector<std::pair<std::string, std::string>> set = {
@@ -86,25 +113,16 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
       {"TM_OUTER", plan.outer4},
       {"TM_OUTER6", plan.outer6},
   };
-  if (!getenv("TM_BASE")) set.insert(set.end(), {{"TM_BASE", plan.outer4}, {"TM_BASE6", plan.outer6}});
-  if (!getenv("MAHIMAHI_BASE")) set.push_back({"MAHIMAHI_BASE", plan.outer4});
-  const char* prompt = getenv("TM_PROMPT");
-  const std::string tm_prompt = (prompt ? prompt : "") + o.prompt_tag + " ";
-  set.push_back({"TM_PROMPT", tm_prompt});
-  // bash's rc files set PS1 themselves, so the prefix is added before each prompt (after the user's own
-  // PROMPT_COMMAND, if any); other shells read PS1.
-  const std::string ours = "PS1=\"${TM_PROMPT}${PS1#\"$TM_PROMPT\"}\"";
-  const char* theirs = getenv("PROMPT_COMMAND");
-  const bool chained = theirs && *theirs && std::string(theirs).find(ours) == std::string::npos;
-  set.push_back({"PROMPT_COMMAND", chained ? std::string(theirs) + "; " + ours : theirs && *theirs ? theirs : ours});
-  if (shell.find("bash") == std::string::npos) set.push_back({"PS1", tm_prompt + "$ "});
+  if (depth == 0)
+    set.insert(set.end(), {{"TM_BASE", plan.outer4}, {"TM_BASE6", plan.outer6}, {"MAHIMAHI_BASE", plan.outer4}});
+  set_prompt(set, o.prompt_tag, depth, shell);
   if (id.change) set.insert(set.end(), {{"HOME", id.home}, {"USER", id.user}, {"LOGNAME", id.user}, {"SHELL", id.shell}});
 
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    bool replaced = false;
+    bool replaced = key == "TM_PS1_PREFIX";  // only meaningful next to the PS1 it was set with
     for (auto& [k, v] : set) replaced |= (k == key);
     if (!replaced) env.push_back(kv);
   }
@@ -144,13 +162,13 @@ std::string forwarded_resolv_conf() {
   return replaced ? out : std::string();
 }
 
-Outside enter_own_namespaces(const ShellOptions& o) {
+Outside enter_own_namespaces(const ShellOptions& o, const Identity& id) {
   Outside out;
   std::string why;
   out.pasta = !o.isolated && pasta_usable(why);
   out.host = std::make_unique<HostHelper>();
   if (unshare(CLONE_NEWUSER) < 0) explain_userns_failure(errno);
-  out.host->write_maps(getpid());
+  out.host->write_maps(getpid(), id.uid, id.gid);
   check_syscall("create network namespace", unshare(CLONE_NEWNET));
   configure_router_namespace();
   Netlink().set_up("lo");
@@ -291,10 +309,11 @@ void make_link_namespace(Link& k, Netlink& p_nl, int level, const FileDescriptor
   k.plan = claim_link(p_nl, level, k.l);
 }
 
-CommandSpec command_spec(const ShellOptions& o, const LinkPlan& plan, int depth, const Outside& outside) {
+CommandSpec command_spec(const ShellOptions& o, const Identity& id, const LinkPlan& plan, int depth,
+                         const Outside& outside) {
   CommandSpec spec;
   spec.tool = o.tool;
-  spec.identity = command_identity();
+  spec.identity = id;
   spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(spec.identity)} : o.command;
   spec.env = command_environment(o, spec.identity, plan, depth, spec.argv[0]);
   spec.resolv_conf = outside.resolv_conf;
@@ -322,8 +341,9 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
     for (const auto& line : o.log_lines) std::cerr << o.tool << ": " << line << "\n";
 
   const int depth = inherited_depth();
+  const Identity identity = command_identity();  // before our own user namespace changes what getuid() says
   Outside outside;
-  if (depth == 0) outside = enter_own_namespaces(o);
+  if (depth == 0) outside = enter_own_namespaces(o, identity);
   else if (!have_effective_net_admin())
     throw Error("TM_DEPTH is set but this process lacks CAP_NET_ADMIN: was it started outside a tracemod shell?");
 
@@ -331,7 +351,7 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   Netlink p_nl;
   Link k;
   make_link_namespace(k, p_nl, depth + 1, home);
-  CommandSpec spec = command_spec(o, k.plan, depth, outside);
+  CommandSpec spec = command_spec(o, identity, k.plan, depth, outside);
   const pid_t init = make_command_namespace(k, spec, home, go);
   wire_link_namespace(k, home);
   configure_outer_end(p_nl, k.plan);
