@@ -18,6 +18,7 @@ void LossQueue::pass(Packet&& p, uint32_t segments) {
 void LossQueue::enqueue(Packet&& p, Nanos) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
+  if (is_link_control(p)) return pass(std::move(p), n);
   lost_.assign(n, false);
   uint32_t lost = 0;
   for (uint32_t i = 0; i < n; ++i)

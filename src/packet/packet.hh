@@ -40,6 +40,22 @@ struct Packet {
   uint32_t segments() const;
 };
 
+// Frames that exist only because the emulated link is Ethernet: ARP, IPv6 neighbour discovery and multicast
+// listener reports (link-local source or link-scope multicast destination), IPv4 link-local multicast. An
+// IP-level emulator (Mahimahi's TUN) never carries them, and their timing is the kernel's, not the
+// experiment's: loss must not spend random draws on them, or a seed would not reproduce a run.
+inline bool is_link_control(const Packet& p) {
+  const uint8_t* f = p.frame();
+  const uint32_t n = p.frame_size();
+  if (n < kEthernetHeaderSize + 20) return true;
+  const uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+  if (type == 0x0800) return f[30] == 224 && f[31] == 0 && f[32] == 0;  // 224.0.0.0/24
+  if (type != 0x86DD || n < kEthernetHeaderSize + 40) return type != 0x0800 && type != 0x86DD;
+  const uint8_t* src = f + 22;
+  const uint8_t* dst = f + 38;
+  return (src[0] == 0xfe && (src[1] & 0xc0) == 0x80) || (dst[0] == 0xff && (dst[1] & 0x0f) <= 2);
+}
+
 // The number of wire segments in a GSO frame (1 for a plain frame). Defined in segmenter.cc.
 uint32_t count_segments(const Packet& p);
 
