@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   tool.summary = "Run COMMAND (default: your $SHELL) behind a link that delays every packet by MS milliseconds\n"
                  "in each direction (fractions allowed, e.g. 0.25).";
   tool.options.add_options()                                                                  //
-      ("delay", tracemod::po::value<std::string>(), "one-way delay in ms, both directions")          //
+      ("delay", tracemod::po::value<std::string>()->value_name("MS"), "one-way delay in ms, both directions")          //
       ("uplink-delay", tracemod::po::value<std::string>()->value_name("MS"), "delay from the command outward")  //
       ("downlink-delay", tracemod::po::value<std::string>()->value_name("MS"), "delay toward the command");
   tool.positional.add("delay", 1);

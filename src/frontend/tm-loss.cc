@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
   tool.summary = "Run COMMAND (default: your $SHELL) behind a link that drops each packet independently\n"
                  "with the given probability (0 to 1) in each direction.";
   tool.options.add_options()                                                                    //
-      ("direction", tracemod::po::value<std::string>(), "uplink or downlink")                          //
-      ("rate", tracemod::po::value<std::string>(), "loss probability for that direction")             //
+      ("direction", tracemod::po::value<std::string>()->value_name("DIR"), "uplink or downlink (Mahimahi form, with RATE)")                          //
+      ("rate", tracemod::po::value<std::string>()->value_name("RATE"), "loss probability for that direction")             //
       ("uplink-loss", tracemod::po::value<std::string>()->value_name("R"), "loss probability outward")  //
       ("downlink-loss", tracemod::po::value<std::string>()->value_name("R"), "loss probability toward the command")  //
       ("seed", tracemod::po::value<std::string>()->value_name("N"), "seed of the random drops (default: random; -v shows it)");

@@ -1,5 +1,6 @@
 #include "frontend/tool.hh"
 
+#include <cctype>
 #include <cmath>
 #include <iostream>
 
@@ -27,28 +28,31 @@ bool takes_value(const po::options_description& d, const std::string& token) {
 }
 
 // Splits ARGS into the tool's own arguments and the command: everything after `--`, or from the first
-// positional argument beyond what the tool takes (so `tm-delay 40 curl URL` works as in Mahimahi).
+// positional argument beyond what the tool takes (so `tm-delay 40 curl URL` works as in Mahimahi). OWN comes
+// back as options, `--`, positionals: so Boost reads "-5" as a (bad) value, not as an unknown option.
 void split_command(const Tool& tool, const std::vector<std::string>& args, std::vector<std::string>& own,
                    std::vector<std::string>& command) {
   const unsigned max_positional = tool.positional.max_total_count();
-  unsigned positional = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
+  std::vector<std::string> positionals;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
-      command.assign(args.begin() + static_cast<long>(i) + 1, args.end());
-      return;
+      ++i;
+      break;
     }
-    if (a.size() > 1 && a[0] == '-') {
+    const bool number = a.size() > 1 && (std::isdigit(static_cast<unsigned char>(a[1])) || a[1] == '.');
+    if (a.size() > 1 && a[0] == '-' && !number) {
       own.push_back(a);
       if (takes_value(tool.options, a) && i + 1 < args.size()) own.push_back(args[++i]);
       continue;
     }
-    if (positional++ == max_positional) {
-      command.assign(args.begin() + static_cast<long>(i), args.end());
-      return;
-    }
-    own.push_back(a);
+    if (positionals.size() == max_positional) break;
+    positionals.push_back(a);
   }
+  command.assign(args.begin() + static_cast<long>(i), args.end());
+  own.push_back("--");
+  own.insert(own.end(), positionals.begin(), positionals.end());
 }
 
 int usage_error(const Tool& tool, const std::string& message) {
@@ -126,11 +130,11 @@ uint64_t parse_seed(const std::string& text) {
   size_t used = 0;
   unsigned long long v = 0;
   try {
-    v = std::stoull(text, &used, 0);
+    v = std::stoull(text, &used, 10);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty() || text[0] == '-')
+  if (used != text.size() || text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
     throw UsageError("invalid --seed '" + text + "': expected an unsigned 64-bit integer");
   return v;
 }
