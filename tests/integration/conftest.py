@@ -1,0 +1,257 @@
+"""Fixtures and helpers shared by the tracemod integration tests.
+
+The tests drive the real tools: real namespaces, sockets and packets. pytest itself runs as root (tests/run
+makes sure); the `who` fixture runs a test once as root and once as the unprivileged TM_TEST_USER, whose
+commands go through setpriv. TM_TEST_BINDIR names a directory that user can execute tm-delay and tm-loss from
+(tests/run stages it). Nothing here skips when namespaces cannot be made: such tests fail.
+"""
+import os
+import pwd
+import re
+import select
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Sequence
+
+import pytest
+
+TIMEOUT = 30  # seconds for any one subprocess, unless a test says otherwise
+HERE = os.path.dirname(os.path.abspath(__file__))
+BINDIR = os.environ.get("TM_TEST_BINDIR", "")
+TEST_USER = os.environ.get("TM_TEST_USER", "tmtest")
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SETPRIV = shutil.which("setpriv", path=PATH) or "setpriv"  # found even when a test empties PATH
+
+# The outermost shell's outside addresses, as documented.
+TM_BASE = "100.64.0.1"
+TM_BASE6 = "fd74:6d00:0:0::1"
+
+
+def pytest_configure(config):
+    if os.geteuid() != 0:
+        raise pytest.UsageError("the integration tests run as root (they also test as an unprivileged user): "
+                                "use tests/run")
+    if not all(os.access(os.path.join(BINDIR, t), os.X_OK) for t in ("tm-delay", "tm-loss")):
+        raise pytest.UsageError("TM_TEST_BINDIR must name a directory holding tm-delay and tm-loss: use tests/run")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Who runs the tool
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A user to run the tools as. `run` and `spawn` are the run-as helpers: a clean environment (no SUDO_*,
+    no TM_* from whoever started the suite), cwd /, and for a non-root user setpriv, which execs, so the pid
+    of a spawned process is the tool's own."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+    @classmethod
+    def of(cls, user: str) -> "Identity":
+        pw = pwd.getpwnam(user)
+        return cls(pw.pw_name, pw.pw_uid, pw.pw_gid, pw.pw_dir)
+
+    def argv(self, argv: Sequence[str]) -> list:
+        if self.uid == 0:
+            return list(argv)
+        return [SETPRIV, f"--reuid={self.uid}", f"--regid={self.gid}", "--init-groups", "--", *argv]
+
+    def env(self, extra: Optional[Dict[str, object]] = None) -> dict:
+        env = {"PATH": PATH, "HOME": self.home, "USER": self.name, "LOGNAME": self.name, "SHELL": "/bin/sh",
+               "LANG": "C.UTF-8"}
+        env.update({k: str(v) for k, v in (extra or {}).items()})
+        return env
+
+    def run(self, argv, *, env=None, input=None, timeout=TIMEOUT) -> subprocess.CompletedProcess:
+        return subprocess.run(self.argv(argv), env=self.env(env), input=input, capture_output=True, text=True,
+                              stdin=None if input is not None else subprocess.DEVNULL, timeout=timeout, cwd="/")
+
+    def spawn(self, argv, *, env=None) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(argv), env=self.env(env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd="/")
+
+
+@pytest.fixture(scope="session")
+def root() -> Identity:
+    return Identity.of("root")
+
+
+@pytest.fixture(scope="session")
+def user() -> Identity:
+    return Identity.of(TEST_USER)  # a missing user is an error, not a skip
+
+
+@pytest.fixture(params=["root", "user"])
+def who(request) -> Identity:
+    """Parametrizes a test over root and the unprivileged user."""
+    return request.getfixturevalue(request.param)
+
+
+def sudo_env(user: Identity) -> dict:
+    """What sudo puts in the environment of a command it starts for `user`."""
+    return {"SUDO_UID": user.uid, "SUDO_GID": user.gid, "SUDO_USER": user.name}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The tools and the commands run inside them
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Where the staged binaries are, and argv builders: tools.delay(10, cmd=[...]) is
+    `tm-delay 10 -- ...`; options go before the positional ones, e.g. tools.loss("-v", "uplink", 0.1, cmd=...)."""
+
+    dir: str
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.dir, name)
+
+    def delay(self, *args, cmd: Sequence[str]) -> list:
+        return [self.path("tm-delay"), *map(str, args), "--", *cmd]
+
+    def loss(self, *args, cmd: Sequence[str]) -> list:
+        return [self.path("tm-loss"), *map(str, args), "--", *cmd]
+
+
+@pytest.fixture(scope="session")
+def tools() -> Tools:
+    return Tools(BINDIR)
+
+
+def sh(script: str, *args) -> list:
+    """`sh -c SCRIPT sh ARGS...`: inside, $1... are ARGS; `exec "$@"` runs them (the next level)."""
+    return ["sh", "-c", script, "sh", *map(str, args)]
+
+
+def python_script(name: str, *args) -> list:
+    """Runs tests/integration/NAME with python3 inside a shell. The source travels on the command line: the
+    unprivileged user may not be able to read the source tree."""
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
+        return ["python3", "-c", f.read(), *map(str, args)]
+
+
+@pytest.fixture
+def spawn():
+    """spawn(who, argv) starts a long-running tool; whatever is still running at the end of the test is killed."""
+    procs = []
+
+    def start(who: Identity, argv, env=None) -> subprocess.Popen:
+        p = who.spawn(argv, env=env)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        try:
+            p.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def read_until(proc: subprocess.Popen, marker: str, timeout: float = TIMEOUT) -> str:
+    """Reads the spawned process's stdout until MARKER appears; fails if it exits or times out first."""
+    fd, buf = proc.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while marker.encode() not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError(f"no {marker!r} within {timeout} s; stdout so far: {buf!r}")
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            _, err = proc.communicate(timeout=TIMEOUT)
+            raise AssertionError(f"exited with status {proc.returncode} before printing {marker!r}; "
+                                 f"stdout: {buf!r}; stderr: {err!r}")
+        buf += chunk
+    return buf.decode()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# ping, and what the tools print
+
+
+def ping_cmd(*, count: int = 20, interval: float = 0.05, target: str = "TM_BASE", quiet: bool = True) -> list:
+    """ping TARGET (the name of a variable set inside the shell, e.g. TM_BASE6) from inside a shell."""
+    return sh(f'exec ping -n {"-q" if quiet else ""} -c {count} -i {interval} -W 1 "${target}"')
+
+
+class TooSlow(AssertionError):
+    """A timing upper bound was missed. Other work on the machine can delay any packet, so such a measurement
+    is taken again (see `measured`); a lower bound missed, or a packet lost, is a failure at once."""
+
+
+def measured(check, attempts: int = 3):
+    """Runs check() until it passes, at most ATTEMPTS times; only TooSlow is retried."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return check()
+        except TooSlow:
+            if attempt == attempts:
+                raise
+
+
+@dataclass
+class PingStats:
+    sent: int
+    received: int
+    min: float = float("nan")
+    max: float = float("nan")
+    seqs: set = field(default_factory=set)  # icmp_seq of each reply (without -q)
+
+    def assert_rtt_within(self, low: float, high: float):
+        assert self.sent > 0 and self.received == self.sent, f"lost pings: {self}"
+        assert self.min >= low, f"an RTT of {self.min} ms, below {low}"
+        if self.max > high:
+            raise TooSlow(f"an RTT of {self.max} ms, above {high}")
+
+
+def assert_ping_rtt(who: "Identity", argv, low: float, high: float, *, env=None, timeout: float = TIMEOUT):
+    """Runs ARGV (tools with a ping_cmd inside) as WHO; every RTT must lie within [LOW, HIGH] ms."""
+    def check():
+        r = who.run(argv, env=env, timeout=timeout)
+        assert r.returncode == 0, r.stderr
+        ping_stats(r.stdout).assert_rtt_within(low, high)
+        return r
+
+    return measured(check)
+
+
+def ping_stats(output: str) -> PingStats:
+    totals = re.search(r"(\d+) packets transmitted, (\d+) received", output)
+    assert totals, f"no ping summary in: {output!r}"
+    stats = PingStats(int(totals.group(1)), int(totals.group(2)))
+    rtt = re.search(r"min/avg/max/mdev = ([\d.]+)/[\d.]+/([\d.]+)/", output)
+    if rtt:
+        stats.min, stats.max = float(rtt.group(1)), float(rtt.group(2))
+    stats.seqs = {int(s) for s in re.findall(r"icmp_seq=(\d+)", output)}
+    return stats
+
+
+@dataclass(frozen=True)
+class QueueCounters:
+    packets_in: int
+    out: int
+    dropped: int
+    queued: int
+
+
+def verbose_counters(stderr: str) -> Dict[str, QueueCounters]:
+    """The per-direction counters `-v` prints at exit: {"uplink": ..., "downlink": ...}."""
+    found = re.findall(r"^tm-\w+: (uplink|downlink): (\d+) packets in, (\d+) out, (\d+) dropped, (\d+) still queued$",
+                       stderr, re.M)
+    counters = {d: QueueCounters(*map(int, n)) for d, *n in found}
+    assert set(counters) == {"uplink", "downlink"}, f"no per-direction counters in: {stderr!r}"
+    return counters
+
+
+def deepest_prompt(stderr: str) -> str:
+    """The longest run of tracemod prompt tags ("[delay 0] [loss ...] ") in what an interactive shell printed."""
+    runs = re.findall(r"(?:\[(?:delay|loss)[^\]]*\] )+", stderr)
+    return max(runs, key=len, default="")
