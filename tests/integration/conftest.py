@@ -24,6 +24,9 @@ TEST_USER = os.environ.get("TM_TEST_USER", "tmtest")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SETPRIV = shutil.which("setpriv", path=PATH) or "setpriv"  # found even when a test empties PATH
 
+# Real LTE traces in Mahimahi format, beside the checkout (read-only; copy what a test needs into public_tmp).
+SHARED_TRACES = os.path.realpath(os.path.join(HERE, "..", "..", "..", "shared", "traces"))
+
 # The outermost shell's outside addresses, as documented.
 TM_BASE = "100.64.0.1"
 TM_BASE6 = "fd74:6d00:0:0::1"
@@ -118,6 +121,14 @@ class Tools:
     def loss(self, *args, cmd: Sequence[str]) -> list:
         return [self.path("tm-loss"), *map(str, args), "--", *cmd]
 
+    def shell(self, name: str, *args, cmd: Sequence[str]) -> list:
+        """Any shell tool: tools.shell("tm-link", up, down, "--once", cmd=[...])."""
+        return [self.path(name), *map(str, args), "--", *cmd]
+
+    def tool(self, name: str, *args) -> list:
+        """A tool that is not a shell (tm-trace, tm-graph, tm-record): argv with ARGS."""
+        return [self.path(name), *map(str, args)]
+
 
 @pytest.fixture(scope="session")
 def tools() -> Tools:
@@ -134,6 +145,20 @@ def python_script(name: str, *args) -> list:
     unprivileged user may not be able to read the source tree."""
     with open(os.path.join(HERE, name), encoding="utf-8") as f:
         return ["python3", "-c", f.read(), *map(str, args)]
+
+
+@pytest.fixture
+def public_tmp(tmp_path):
+    """A temporary directory that root and the unprivileged test user can both read and write (pytest's own
+    are private to root). Files a test puts here for the user to read must be world-readable too."""
+    d = tmp_path / "public"
+    d.mkdir()
+    for p in (d, *d.parents):
+        if str(p) in ("/", "/tmp", "/var/tmp"):
+            break
+        os.chmod(p, os.stat(p).st_mode | 0o711)
+    os.chmod(d, 0o1777)
+    return d
 
 
 @pytest.fixture
