@@ -1,0 +1,77 @@
+// The queue in front of a trace-driven link, and the policy that decides what it drops: Mahimahi's names
+// (infinite, droptail, drophead, codel, pie). All of them are FIFOs; they differ in when they drop.
+// Like every queue here they never read the clock: they are given the time of the arrival or of the
+// opportunity that serves them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "packet/packet.hh"
+#include "packet/ring.hh"
+#include "util/clock.hh"
+
+namespace tracemod {
+
+// A packet waiting for the link, with what the policies need to know about it.
+struct QueuedPacket {
+  Packet packet;
+  Nanos enqueued = 0;      // when it joined the queue
+  uint32_t ip_bytes = 0;   // IP bytes it charges against the link (all its segments)
+  uint32_t segments = 1;   // wire packets it stands for (a GSO frame: its segments)
+};
+
+// Told of every packet a policy drops (for counters and the link log).
+class DropSink {
+ public:
+  virtual ~DropSink() = default;
+  virtual void dropped(QueuedPacket&& p, Nanos now) = 0;
+};
+
+// Limits of droptail/drophead; 0 means no limit of that kind. Packets are wire packets, bytes IP bytes.
+struct QueueLimits {
+  uint64_t packets = 0, bytes = 0;
+};
+
+class QueueDiscipline {
+ public:
+  // Whatever the policy, the buffers held never exceed this (256 MiB): "infinite" means "never drops by
+  // policy", not "may exhaust memory". Arrivals beyond it are dropped.
+  static constexpr uint64_t kMemoryLimit = 256ull << 20;
+
+  virtual ~QueueDiscipline() = default;
+  // P arrives at NOW (p.enqueued == NOW): the policy queues it, or drops it or others (through DROPS).
+  virtual void enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) = 0;
+  // Moves into OUT the packet the link serves next at NOW, after any drops the policy makes on dequeue.
+  // Returns false if the queue is (or became) empty.
+  virtual bool dequeue(QueuedPacket& out, Nanos now, DropSink& drops) = 0;
+  // True if P, a GSO frame, may enter whole: the link splits it into its segments otherwise, so that a
+  // policy never drops a whole burst where a real link would drop only some of its packets.
+  virtual bool takes_whole(const QueuedPacket& p) const = 0;
+  // "droptail packets=100", as the log header and -v print it.
+  virtual std::string describe() const = 0;
+
+  bool empty() const { return queue_.empty(); }
+  uint64_t packets() const { return packets_; }  // wire packets queued
+  uint64_t bytes() const { return bytes_; }      // IP bytes queued
+
+ protected:
+  void push(QueuedPacket&& p);
+  QueuedPacket pop();
+  bool over_memory(const QueuedPacket& p) const { return memory_ + p.packet.buf.capacity() > kMemoryLimit; }
+  const QueuedPacket& front() const { return queue_.front(); }
+
+ private:
+  Ring<QueuedPacket> queue_;
+  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0;
+};
+
+// NAME is infinite|droptail|drophead|codel|pie; ARGS the comma-separated key=value list of
+// --uplink-queue-args ("packets=100,bytes=150000", "target=5,interval=100", "qdelay_ref=15,max_burst=150";
+// times in ms, fractions allowed). Unknown names, unknown or missing keys, and bad values throw UsageError
+// naming OPTION (e.g. "--uplink-queue-args").
+std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
+                                                       const std::string& args);
+
+}  // namespace tracemod

@@ -1,0 +1,73 @@
+// When a link may send: Mahimahi delivery traces (read unchanged) and constant rates. Each opportunity lets
+// 1500 bytes of IP packet through. Times here are relative to the link's time 0; the link adds its start.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/clock.hh"
+
+namespace tracemod {
+
+// Successive opportunity times in ns from the link's time 0, never decreasing.
+class OpportunitySource {
+ public:
+  virtual ~OpportunitySource() = default;
+  // The next opportunity's time; kNever once a finite source is spent.
+  virtual Nanos next() = 0;
+  // Discards the opportunities before T and returns how many, so an idle link skips hours at once.
+  virtual uint64_t skip_before(Nanos t) = 0;
+};
+
+// A Mahimahi trace: one line per opportunity, each a time in ms (repeats = several in that ms), looping with
+// period = the last value. Stored as runs of (ms since the previous run, opportunities), varint-coded: about a
+// byte per distinct millisecond, never one integer per line.
+class DeliveryTrace {
+ public:
+  // The largest time a line may hold: 2^32-1 ms, about 49.7 days.
+  static constexpr uint64_t kMaxMillis = 0xffffffffu;
+
+  // Throws UsageError("PATH:LINE: what is wrong") (or "PATH: cannot open: why").
+  static DeliveryTrace load(const std::string& path);
+  // The same for text in memory; NAME stands for the path in errors.
+  static DeliveryTrace parse(std::string_view text, const std::string& name);
+
+  uint64_t period_ms() const { return period_ms_; }
+  uint64_t opportunities() const { return opportunities_; }  // per period (= lines)
+  size_t memory_bytes() const { return runs_->capacity() + sizeof *this; }
+
+  // Opportunities from time 0; after the last line, the trace loops or, with ONCE, ends (kNever).
+  std::unique_ptr<OpportunitySource> cursor(bool once) const;
+
+ private:
+  friend class TraceBuilder;
+  DeliveryTrace() = default;
+  std::shared_ptr<const std::vector<uint8_t>> runs_;  // shared with cursors, so they outlive the trace
+  uint64_t period_ms_ = 0, opportunities_ = 0, run_count_ = 0;
+};
+
+// Opportunity i (i = 1, 2, ...) at i * 12000 / rate seconds, rounded up to the ns: one 1500-byte packet per
+// serialization time, the first one serialization time after time 0 (as a trace "1\n2\n3..." at 12 Mbit/s).
+class ConstantRate : public OpportunitySource {
+ public:
+  explicit ConstantRate(uint64_t bits_per_second);
+  Nanos next() override;
+  uint64_t skip_before(Nanos t) override;
+  static Nanos time_of(uint64_t index, uint64_t bits_per_second);
+
+ private:
+  uint64_t rate_;
+  uint64_t index_ = 1;  // of the opportunity next() returns
+};
+
+// "12mbit" -> 12000000. Units (any case): bit, kbit, mbit, gbit, and kbps, mbps, gbps, which here also mean
+// bits (not bytes, unlike tc). A decimal point is allowed ("1.5mbit"). Throws UsageError naming the units.
+uint64_t parse_rate(std::string_view text);
+
+// The largest rate parse_rate accepts (1000 Gbit/s): opportunities stay at least 12 ns apart.
+constexpr uint64_t kMaxRate = 1000ull * 1000 * 1000 * 1000;
+
+}  // namespace tracemod
