@@ -9,6 +9,7 @@
 #include <string>
 
 #include "packet/packet.hh"
+#include "packet/random.hh"
 #include "packet/ring.hh"
 #include "util/clock.hh"
 
@@ -70,8 +71,8 @@ class QueueDiscipline {
 // NAME is infinite|droptail|drophead|codel|pie; ARGS the comma-separated key=value list of
 // --uplink-queue-args ("packets=100,bytes=150000", "target=5,interval=100", "qdelay_ref=15,max_burst=150";
 // times in ms, fractions allowed). Unknown names, unknown or missing keys, and bad values throw UsageError
-// naming OPTION (e.g. "--uplink-queue-args").
+// naming OPTION (e.g. "--uplink-queue-args"). RANDOM feeds the policies that drop at random (PIE).
 std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
-                                                       const std::string& args);
+                                                       const std::string& args, RandomStream random);
 
 }  // namespace tracemod
