@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -40,7 +41,10 @@ class DeliveryTrace {
   size_t memory_bytes() const { return runs_->capacity() + sizeof *this; }
 
   // Opportunities from time 0; after the last line, the trace loops or, with ONCE, ends (kNever).
+  // The cursor's next() consumes the opportunity it returns.
   std::unique_ptr<OpportunitySource> cursor(bool once) const;
+  // Calls F(ms, count) for each distinct time of one period, in increasing order (count >= 1).
+  void for_each_run(const std::function<void(uint64_t ms, uint64_t count)>& f) const;
 
  private:
   friend class TraceBuilder;
@@ -48,6 +52,10 @@ class DeliveryTrace {
   std::shared_ptr<const std::vector<uint8_t>> runs_;  // shared with cursors, so they outlive the trace
   uint64_t period_ms_ = 0, opportunities_ = 0, run_count_ = 0;
 };
+
+// The IP bytes one opportunity lets through, and its bits (what rates count).
+constexpr uint64_t kOpportunityBytes = 1500;
+constexpr uint64_t kOpportunityBits = kOpportunityBytes * 8;
 
 // Opportunity i (i = 1, 2, ...) at i * 12000 / rate seconds, rounded up to the ns: one 1500-byte packet per
 // serialization time, the first one serialization time after time 0 (as a trace "1\n2\n3..." at 12 Mbit/s).
@@ -64,7 +72,8 @@ class ConstantRate : public OpportunitySource {
 };
 
 // "12mbit" -> 12000000. Units (any case): bit, kbit, mbit, gbit, and kbps, mbps, gbps, which here also mean
-// bits (not bytes, unlike tc). A decimal point is allowed ("1.5mbit"). Throws UsageError naming the units.
+// bits (not bytes, unlike tc). A decimal point is allowed ("1.5mbit"); the result is rounded to the nearest
+// bit/s. A unit is required, zero is refused. Throws UsageError("invalid rate 'TEXT': ...") naming the units.
 uint64_t parse_rate(std::string_view text);
 
 // The largest rate parse_rate accepts (1000 Gbit/s): opportunities stay at least 12 ns apart.
