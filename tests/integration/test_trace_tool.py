@@ -1,0 +1,223 @@
+"""tm-trace: validate, stats and make, on hand-made bad traces, on traces it makes itself, and on the real LTE
+traces beside the checkout (their figures checked against the table in their README)."""
+import os
+import re
+
+import pytest
+
+from conftest import SHARED_TRACES
+
+# name, text, line of the error, what the error line must say
+BAD_TRACES = [
+    ("empty-line", "1\n\n2\n", 2, "empty line"),
+    ("empty-last-line", "1\n2\n\n", 3, "empty line"),
+    ("crlf", "1\r\n2\r\n", 1, "dos2unix"),
+    ("junk", "1\n2\nabc\n", 3, "'abc'"),
+    ("plus", "+1\n", 1, "'+1'"),
+    ("minus", "1\n-2\n", 2, "'-2'"),
+    ("leading-space", "1\n 2\n", 2, "' 2'"),
+    ("decimal", "1\n2.5\n", 2, "'2.5'"),
+    ("too-large", "1\n4294967296\n", 2, "too large"),
+    ("decreasing", "1\n5\n3\n", 3, "3 after 5"),
+    ("zero-length", "0\n0\n", 2, "nonzero time"),
+]
+
+
+def write(directory, name: str, text: str) -> str:
+    path = directory / name
+    path.write_bytes(text.encode())
+    return str(path)
+
+
+def trace_tool(who, tools, *args):
+    return who.run(tools.tool("tm-trace", *args))
+
+
+def ok_line(path: str, opportunities: int, period: int, mbps: str) -> str:
+    return f"{path}: ok, {opportunities} opportunities over {period} ms, mean {mbps} Mbit/s"
+
+
+@pytest.mark.parametrize("name,text,line,what", BAD_TRACES, ids=[b[0] for b in BAD_TRACES])
+def test_validate_names_file_and_line_of_a_bad_trace(root, tools, public_tmp, name, text, line, what):
+    path = write(public_tmp, name, text)
+    r = trace_tool(root, tools, "validate", path)
+    assert r.returncode == 2, r
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"{path}:{line}: ") and what in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("case", ["empty", "missing", "directory"])
+def test_validate_files_that_are_not_traces(root, tools, public_tmp, case):
+    path = str(public_tmp / case)
+    expected = {"empty": f"{path}: empty file: no timestamps",
+                "missing": f"{path}: cannot open: No such file or directory",
+                "directory": f"{path}: cannot open: Is a directory"}[case]
+    if case == "empty":
+        write(public_tmp, case, "")
+    elif case == "directory":
+        os.mkdir(path)
+    r = trace_tool(root, tools, "validate", path)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", expected + "\n")
+
+
+def test_validate_checks_every_file_and_accepts_a_last_line_without_newline(root, tools, public_tmp):
+    good = write(public_tmp, "good", "1\n1\n3")
+    bad = write(public_tmp, "bad", "2\n1\n")
+    r = trace_tool(root, tools, "validate", bad, good)
+    assert r.returncode == 2
+    assert r.stdout == ok_line(good, 3, 3, "12.00") + "\n"
+    assert r.stderr == f"{bad}:2: decreasing time: 1 after 2\n"
+
+
+def make(root, tools, directory, name, *args) -> str:
+    path = str(directory / name)
+    r = trace_tool(root, tools, "make", *args, "-o", path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), r
+    return path
+
+
+def lines_of(path: str) -> list:
+    with open(path, encoding="ascii") as f:
+        return [int(v) for v in f.read().splitlines()]
+
+
+def stats_of(root, tools, *args) -> str:
+    r = trace_tool(root, tools, "stats", *args)
+    assert r.returncode == 0 and r.stderr == "", r
+    return r.stdout
+
+
+def window_rates(stats: str, window_ms: int) -> dict:
+    m = re.search(rf"rate over {window_ms} ms windows \((\d+)\): min ([\d.]+), p5 ([\d.]+), p50 ([\d.]+), "
+                  rf"p95 ([\d.]+), max ([\d.]+) Mbit/s", stats)
+    assert m, stats
+    return dict(zip(["windows", "min", "p5", "p50", "p95", "max"], [float(g) for g in m.groups()]))
+
+
+def test_make_constant_rate_round_trip(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "12mbit", "--rate", "12mbit", "--duration", "10s")
+    assert lines_of(path) == list(range(1, 10001))
+    r = trace_tool(root, tools, "validate", path)
+    assert (r.returncode, r.stdout) == (0, ok_line(path, 10000, 10000, "12.00") + "\n")
+    stats = stats_of(root, tools, path)
+    assert f"{path}:\n  duration: 10000 ms\n  opportunities: 10000\n  mean rate: 12.00 Mbit/s\n" in stats
+    for window in (100, 1000):
+        rates = window_rates(stats, window)
+        assert rates["min"] == rates["max"] == 12.0, stats
+
+
+def test_make_writes_standard_output_without_o(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "file", "--rate", "7mbit", "--duration", "1s")
+    r = trace_tool(root, tools, "make", "--rate", "7mbit", "--duration", "1s")
+    assert r.returncode == 0
+    with open(path, encoding="ascii") as f:
+        assert r.stdout == f.read()
+
+
+def test_make_low_rate_ends_on_the_period(root, tools, public_tmp):
+    # 1 Mbit/s: one opportunity per 12 ms; the 8th (96 ms) moves to 100 ms, so the trace loops every 100 ms.
+    path = make(root, tools, public_tmp, "1mbit", "--rate", "1mbit", "--duration", "100ms")
+    assert lines_of(path) == [12, 24, 36, 48, 60, 72, 84, 100]
+
+
+def test_make_steps(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "steps", "--steps", "5mbit:10s,20mbit:10s,2mbit:10s")
+    lines = lines_of(path)
+    assert len(lines) == 4166 + 16666 + 1666 and lines[-1] == 30000
+    r = trace_tool(root, tools, "validate", path)
+    assert r.stdout == ok_line(path, 22498, 30000, "9.00") + "\n"
+    rates = window_rates(stats_of(root, tools, "--window", "1s", path), 1000)
+    assert rates["windows"] == 30
+    assert 1.99 <= rates["min"] <= 2.0 and 19.99 <= rates["max"] <= 20.0, rates
+
+
+def test_make_on_off(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "onoff", "--on-off", "12mbit:2s,off:1s", "--duration", "1min")
+    lines = lines_of(path)
+    assert len(lines) == 20 * 2000 and lines[-1] == 60000
+    # Every opportunity but the last (moved to the end of the trace) lies in an "on" stretch.
+    assert all(1 <= v % 3000 <= 2000 for v in lines[:-1])
+    r = trace_tool(root, tools, "validate", path)
+    assert r.stdout == ok_line(path, 40000, 60000, "8.00") + "\n"
+    rates = window_rates(stats_of(root, tools, "-w", "1s,100ms", path), 1000)
+    assert (rates["windows"], rates["min"], rates["max"]) == (60, 0.0, 12.0)
+
+
+def test_make_on_off_once_keeps_the_off_time(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "once", "--on-off", "12mbit:5ms,0:3ms")
+    assert lines_of(path) == [1, 2, 3, 4, 8]
+
+
+def test_make_cannot_write_exits_1(root, tools):
+    r = trace_tool(root, tools, "make", "--rate", "12mbit", "--duration", "1s", "-o", "/nonexistent/dir/t")
+    assert r.returncode == 1 and r.stderr.startswith("tm-trace: cannot write /nonexistent/dir/t: "), r
+
+
+BAD_USAGE = [
+    ([], "missing subcommand"),
+    (["frobnicate"], "'frobnicate'"),
+    (["make"], "exactly one of"),
+    (["make", "--rate", "12mbit"], "--duration"),
+    (["make", "--rate", "12xbit", "--duration", "1s"], "'12xbit'"),
+    (["make", "--rate", "0mbit", "--duration", "1s"], "'0mbit'"),
+    (["make", "--rate", "12mbit", "--duration", "10"], "'10'"),
+    (["make", "--rate", "12mbit", "--duration", "1.5ms"], "'1.5ms'"),
+    (["make", "--rate", "12mbit", "--steps", "1mbit:1s"], "exactly one of"),
+    (["make", "--steps", "12mbit:1s", "--duration", "5s"], "--steps"),
+    (["make", "--on-off", "12mbit"], "'12mbit'"),
+    (["make", "--on-off", "12mbit:1s,fast:1s"], "'fast:1s'"),
+    (["make", "--rate", "1mbit", "--duration", "5ms"], "no opportunity"),
+    (["make", "--bogus"], "--bogus"),
+    (["stats"], "missing FILE"),
+    (["stats", "--window", "0ms", "/dev/null"], "'0ms'"),
+    (["validate"], "missing FILE"),
+    (["validate", "--rate", "1mbit", "/dev/null"], "--rate"),
+]
+
+
+@pytest.mark.parametrize("args,named", BAD_USAGE, ids=[" ".join(a) or "nothing" for a, _ in BAD_USAGE])
+def test_bad_usage_exits_2_naming_the_problem(root, tools, args, named):
+    r = trace_tool(root, tools, *args)
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("tm-trace: ") and named in lines[0], r.stderr
+    assert lines[1].startswith("usage: tm-trace "), r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("args,expected", [(["--help"], "usage: tm-trace "), (["make", "--help"], "usage: tm-trace make "),
+                                           (["--version"], "tm-trace (tracemod) ")],
+                         ids=["help", "make-help", "version"])
+def test_help_and_version_exit_0(root, tools, args, expected):
+    r = trace_tool(root, tools, *args)
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith(expected)
+
+
+def shared_trace_table() -> list:
+    """(file, lines, last ms, mean Mbit/s) from the table in the shared traces' README."""
+    with open(os.path.join(SHARED_TRACES, "README.md"), encoding="utf-8") as f:
+        rows = re.findall(r"^\| (\S+) \| (\d+) \| (\d+) \| ([\d.]+) Mbit/s \|$", f.read(), re.M)
+    return [(name, int(lines), int(last), mbps) for name, lines, last, mbps in rows]
+
+
+SHARED = shared_trace_table()
+
+
+def test_the_shared_trace_table_was_read():
+    assert len(SHARED) == 6
+
+
+@pytest.mark.parametrize("name,lines,last,mbps", SHARED, ids=[s[0] for s in SHARED])
+def test_real_traces_match_their_readme(root, tools, name, lines, last, mbps):
+    path = os.path.join(SHARED_TRACES, name)
+    r = trace_tool(root, tools, "validate", path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, ok_line(path, lines, last, mbps) + "\n", "")
+    stats = stats_of(root, tools, path)
+    assert f"  duration: {last} ms\n  opportunities: {lines}\n  mean rate: {mbps} Mbit/s\n" in stats
+    for window in (100, 1000):
+        rates = window_rates(stats, window)
+        assert rates["windows"] == -(-last // window)
+        assert rates["min"] <= rates["p5"] <= rates["p50"] <= rates["p95"] <= rates["max"], rates
+        assert rates["min"] <= float(mbps) <= rates["max"], rates
