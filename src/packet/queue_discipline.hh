@@ -30,7 +30,8 @@ class DropSink {
   virtual void dropped(QueuedPacket&& p, Nanos now) = 0;
 };
 
-// Limits of droptail/drophead; 0 means no limit of that kind. Packets are wire packets, bytes IP bytes.
+// Limits of droptail/drophead (and of codel and pie, as in Mahimahi); 0 means no limit of that kind.
+// Packets are wire packets, bytes IP bytes.
 struct QueueLimits {
   uint64_t packets = 0, bytes = 0;
 };
@@ -41,6 +42,7 @@ class QueueDiscipline {
   // policy", not "may exhaust memory". Arrivals beyond it are dropped.
   static constexpr uint64_t kMemoryLimit = 256ull << 20;
 
+  explicit QueueDiscipline(uint64_t memory_limit = kMemoryLimit) : memory_limit_(memory_limit) {}
   virtual ~QueueDiscipline() = default;
   // P arrives at NOW (p.enqueued == NOW): the policy queues it, or drops it or others (through DROPS).
   virtual void enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) = 0;
@@ -50,29 +52,46 @@ class QueueDiscipline {
   // True if P, a GSO frame, may enter whole: the link splits it into its segments otherwise, so that a
   // policy never drops a whole burst where a real link would drop only some of its packets.
   virtual bool takes_whole(const QueuedPacket& p) const = 0;
-  // "droptail packets=100", as the log header and -v print it.
+  // "droptail packets=100", as the log header and -v print it: the effective parameters, in ms for times.
   virtual std::string describe() const = 0;
 
   bool empty() const { return queue_.empty(); }
   uint64_t packets() const { return packets_; }  // wire packets queued
   uint64_t bytes() const { return bytes_; }      // IP bytes queued
+  uint64_t memory() const { return memory_; }    // buffer bytes held
 
  protected:
   void push(QueuedPacket&& p);
   QueuedPacket pop();
-  bool over_memory(const QueuedPacket& p) const { return memory_ + p.packet.buf.capacity() > kMemoryLimit; }
+  bool take(QueuedPacket& out);  // pop() into OUT; false if empty
+  bool over_memory(const QueuedPacket& p) const { return memory_ + p.packet.buf.capacity() > memory_limit_; }
+  // True if P can join without exceeding LIMITS or the memory bound.
+  bool fits(const QueueLimits& limits, const QueuedPacket& p) const;
   const QueuedPacket& front() const { return queue_.front(); }
 
  private:
   Ring<QueuedPacket> queue_;
   uint64_t packets_ = 0, bytes_ = 0, memory_ = 0;
+  uint64_t memory_limit_;
 };
 
-// NAME is infinite|droptail|drophead|codel|pie; ARGS the comma-separated key=value list of
-// --uplink-queue-args ("packets=100,bytes=150000", "target=5,interval=100", "qdelay_ref=15,max_burst=150";
-// times in ms, fractions allowed). Unknown names, unknown or missing keys, and bad values throw UsageError
-// naming OPTION (e.g. "--uplink-queue-args"). RANDOM feeds the policies that drop at random (PIE).
+// " packets=100 bytes=150000" for the limits that are set (empty if none), for describe().
+std::string describe_limits(const QueueLimits& limits);
+// Milliseconds as the user wrote them: "5", "2.5", "0.125".
+std::string format_ms(Nanos t);
+
+// NAME is infinite|droptail|drophead|codel|pie (an error about it names OPTION without its "-args" suffix);
+// ARGS the comma-separated key=value list of OPTION, e.g. --uplink-queue-args (spaces after commas allowed):
+//   infinite  no arguments
+//   droptail  packets=N and/or bytes=N (at least one above 0; 0 is no limit of that kind)
+//   drophead  the same
+//   codel     target=MS,interval=MS (both required) and a limit as for droptail
+//   pie       qdelay_ref=MS,max_burst=MS (both required) and a limit as for droptail
+// Times in ms, fractions allowed. Unknown names, unknown, repeated or missing keys, and bad values throw
+// UsageError naming OPTION. RANDOM feeds the policies that drop at random (PIE). MEMORY_LIMIT is the buffer
+// memory bound (tests make it small).
 std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
-                                                       const std::string& args, RandomStream random);
+                                                       const std::string& args, RandomStream random,
+                                                       uint64_t memory_limit = QueueDiscipline::kMemoryLimit);
 
 }  // namespace tracemod

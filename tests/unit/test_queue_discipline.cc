@@ -1,0 +1,514 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fake.hh"
+#include "packet/aqm_codel.hh"
+#include "packet/queue_discipline.hh"
+#include "util/error.hh"
+
+namespace tracemod {
+namespace {
+
+constexpr Nanos kMs = kMillisecond;
+constexpr Nanos kUs = 1000;
+constexpr uint32_t kMss = 1448, kSegmentIpBytes = 40 + kMss;  // IPv4 + TCP headers, then one MSS
+
+// Remembers what a discipline drops.
+struct Drops : DropSink {
+  void dropped(QueuedPacket&& p, Nanos now) override {
+    packets += p.segments;
+    times.push_back(now);
+    ids.push_back(fake::ip_id_of(p.packet));
+  }
+  uint64_t packets = 0;
+  std::vector<Nanos> times;
+  std::vector<uint16_t> ids;
+};
+
+// A plain IPv4/UDP packet of IP_BYTES bytes, serial number ID, arriving at T.
+QueuedPacket plain(BufferPool& pool, uint32_t ip_bytes, Nanos t, uint16_t id = 0) {
+  return QueuedPacket{fake::udp4(pool, ip_bytes - 28, t, id), t, ip_bytes, 1};
+}
+
+// A TCP GSO frame of SEGMENTS full-sized segments arriving at T (frame bytes built once per size).
+QueuedPacket gso(BufferPool& pool, uint32_t segments, Nanos t) {
+  static std::map<uint32_t, std::pair<std::vector<uint8_t>, virtio_net_hdr>> built;
+  auto it = built.find(segments);
+  if (it == built.end()) {
+    fake::FrameSpec s;
+    s.proto = fake::kTcp;
+    s.gso_size = kMss;
+    s.payload = kMss * segments;
+    it = built.emplace(segments, std::make_pair(fake::frame_bytes(s), fake::vnet_for(s))).first;
+  }
+  Packet p = fake::make_packet(pool, it->second.first, it->second.second, t);
+  EXPECT_EQ(p.segments(), segments);
+  return QueuedPacket{std::move(p), t, segments * kSegmentIpBytes, segments};
+}
+
+std::unique_ptr<QueueDiscipline> make(const std::string& name, const std::string& args, uint64_t seed = 1,
+                                      uint64_t memory = QueueDiscipline::kMemoryLimit) {
+  return make_queue_discipline("--uplink-queue-args", name, args, RandomStream(seed, 0), memory);
+}
+
+std::string error_of(const std::string& name, const std::string& args) {
+  try {
+    make(name, args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// Serial numbers of everything the queue hands out at NOW until it is empty.
+std::vector<uint16_t> drain(QueueDiscipline& q, Nanos now, DropSink& drops) {
+  std::vector<uint16_t> ids;
+  QueuedPacket out;
+  while (q.dequeue(out, now, drops)) ids.push_back(fake::ip_id_of(out.packet));
+  return ids;
+}
+
+// --- Names and arguments ---
+
+TEST(QueueDisciplineArgs, DescribesEffectiveParameters) {
+  EXPECT_EQ(make("infinite", "")->describe(), "infinite");
+  EXPECT_EQ(make("droptail", "packets=100")->describe(), "droptail packets=100");
+  EXPECT_EQ(make("droptail", "bytes=150000")->describe(), "droptail bytes=150000");
+  EXPECT_EQ(make("droptail", "bytes=150000, packets=10")->describe(), "droptail packets=10 bytes=150000");
+  EXPECT_EQ(make("drophead", "packets=0,bytes=3000")->describe(), "drophead bytes=3000");
+}
+
+TEST(QueueDisciplineArgs, UnknownQueueNamesTheQueueOption) {
+  const std::string expected = "' (expected infinite, droptail, drophead, codel or pie)";
+  EXPECT_EQ(error_of("fifo", ""), "--uplink-queue: unknown queue 'fifo" + expected);
+  EXPECT_EQ(error_of("DropTail", "packets=1"), "--uplink-queue: unknown queue 'DropTail" + expected);
+}
+
+TEST(QueueDisciplineArgs, UnknownRepeatedAndMalformedKeys) {
+  EXPECT_EQ(error_of("droptail", "pakets=100"),
+            "--uplink-queue-args: unknown key 'pakets' for droptail (expected packets, bytes)");
+  EXPECT_EQ(error_of("drophead", "packets=1,target=5"),
+            "--uplink-queue-args: unknown key 'target' for drophead (expected packets, bytes)");
+  EXPECT_EQ(error_of("droptail", "packets=1,packets=2"), "--uplink-queue-args: key 'packets' given twice");
+  EXPECT_EQ(error_of("droptail", "packets"),
+            "--uplink-queue-args: 'packets' is not KEY=VALUE (keys for droptail: packets, bytes)");
+  EXPECT_EQ(error_of("droptail", "packets=1,"),
+            "--uplink-queue-args: '' is not KEY=VALUE (keys for droptail: packets, bytes)");
+  EXPECT_EQ(error_of("droptail", "=5"),
+            "--uplink-queue-args: '=5' is not KEY=VALUE (keys for droptail: packets, bytes)");
+  EXPECT_EQ(error_of("infinite", "packets=5"), "--uplink-queue-args: infinite takes no arguments (got 'packets=5')");
+}
+
+TEST(QueueDisciplineArgs, LimitsAreRequiredAndWholeNumbers) {
+  const std::string need = " needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)";
+  EXPECT_EQ(error_of("droptail", ""), "--uplink-queue-args: droptail" + need);
+  EXPECT_EQ(error_of("drophead", "packets=0"), "--uplink-queue-args: drophead" + need);
+  const std::string whole = "' for packets (expected a whole number below 10^15, 0 for no limit)";
+  for (const char* v : {"abc", "-5", "1.5", "", "1e3", "+3", "10 0", "1000000000000000"})
+    EXPECT_EQ(error_of("droptail", std::string("packets=") + v),
+              std::string("--uplink-queue-args: bad value '") + v + whole)
+        << v;
+  EXPECT_EQ(error_of("droptail", "bytes=x"),
+            "--uplink-queue-args: bad value 'x' for bytes (expected a whole number below 10^15, 0 for no limit)");
+}
+
+TEST(QueueDisciplineArgs, ErrorsNameTheDownlinkOptionToo) {
+  try {
+    make_queue_discipline("--downlink-queue-args", "red", "", RandomStream(1, 0));
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--downlink-queue: unknown queue 'red'", 0), 0u) << e.what();
+  }
+}
+
+// --- infinite, droptail, drophead ---
+
+// Five arrivals at a queue of three: droptail drops the last two, drophead the first two.
+TEST(QueueDiscipline, PacketLimitDropsTheArrivalsOrTheOldest) {
+  struct Case {
+    const char* name;
+    std::vector<uint16_t> dropped, served;
+  };
+  for (const Case& c : {Case{"droptail", {4, 5}, {1, 2, 3}}, Case{"drophead", {1, 2}, {3, 4, 5}}}) {
+    SCOPED_TRACE(c.name);
+    BufferPool pool;
+    auto q = make(c.name, "packets=3");
+    Drops drops;
+    for (uint16_t id = 1; id <= 5; ++id) q->enqueue(plain(pool, 1000, id * kMs, id), id * kMs, drops);
+    EXPECT_EQ(drops.ids, c.dropped);
+    EXPECT_EQ(drops.times, (std::vector<Nanos>{4 * kMs, 5 * kMs}));
+    EXPECT_EQ(q->packets(), 3u);
+    EXPECT_EQ(q->bytes(), 3000u);
+    EXPECT_EQ(drain(*q, 10 * kMs, drops), c.served);
+    EXPECT_TRUE(q->empty());
+    EXPECT_EQ(q->bytes(), 0u);
+  }
+}
+
+TEST(QueueDiscipline, DropTailByteLimitCountsIpBytes) {
+  BufferPool pool;
+  auto q = make("droptail", "bytes=3000");
+  Drops drops;
+  q->enqueue(plain(pool, 1500, 0, 1), 0, drops);
+  q->enqueue(plain(pool, 1000, 0, 2), 0, drops);
+  q->enqueue(plain(pool, 600, 0, 3), 0, drops);  // 3100 > 3000: dropped
+  q->enqueue(plain(pool, 500, 0, 4), 0, drops);  // exactly 3000: fits
+  q->enqueue(plain(pool, 40, 0, 5), 0, drops);
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{3, 5}));
+  EXPECT_EQ(q->bytes(), 3000u);
+  EXPECT_EQ(drain(*q, 0, drops), (std::vector<uint16_t>{1, 2, 4}));
+}
+
+TEST(QueueDiscipline, DropTailCountsWirePacketsOfGsoFrames) {
+  BufferPool pool;
+  auto q = make("droptail", "packets=50");
+  Drops drops;
+  q->enqueue(gso(pool, 44, 0), 0, drops);
+  EXPECT_EQ(q->packets(), 44u);
+  q->enqueue(gso(pool, 7, 0), 0, drops);  // 51 > 50
+  EXPECT_EQ(drops.packets, 7u);
+  q->enqueue(gso(pool, 6, 0), 0, drops);
+  EXPECT_EQ(q->packets(), 50u);
+  EXPECT_EQ(q->bytes(), 50u * kSegmentIpBytes);
+}
+
+TEST(QueueDiscipline, DropHeadDropsAsManyAsTheArrivalNeeds) {
+  BufferPool pool;
+  auto q = make("drophead", "bytes=3000");
+  Drops drops;
+  for (uint16_t id = 1; id <= 6; ++id) q->enqueue(plain(pool, 500, 0, id), 0, drops);
+  EXPECT_TRUE(drops.ids.empty());
+  q->enqueue(plain(pool, 1400, 0, 7), 0, drops);  // needs three 500-byte packets gone
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{1, 2, 3}));
+  EXPECT_EQ(q->bytes(), 2900u);
+  q->enqueue(plain(pool, 40, 0, 8), 0, drops);
+  EXPECT_EQ(drops.ids.size(), 3u);
+  EXPECT_EQ(drain(*q, 0, drops), (std::vector<uint16_t>{4, 5, 6, 7, 8}));
+}
+
+TEST(QueueDiscipline, DropHeadDropsAnArrivalThatCouldNeverFit) {
+  BufferPool pool;
+  auto q = make("drophead", "bytes=1000");
+  Drops drops;
+  q->enqueue(plain(pool, 800, 0, 1), 0, drops);
+  q->enqueue(plain(pool, 1200, 0, 2), 0, drops);
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{2}));
+  EXPECT_EQ(drain(*q, 0, drops), (std::vector<uint16_t>{1}));
+}
+
+TEST(QueueDiscipline, InfiniteNeverDropsByPolicyButKeepsTheMemoryBound) {
+  BufferPool pool;
+  const uint64_t small = BufferPool::kClassSizes[0];
+  auto q = make("infinite", "", 1, 10 * small);
+  Drops drops;
+  for (uint16_t id = 1; id <= 12; ++id) q->enqueue(plain(pool, 1500, 0, id), 0, drops);
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{11, 12}));
+  EXPECT_EQ(q->memory(), 10 * small);
+  EXPECT_EQ(q->packets(), 10u);
+  QueuedPacket out;
+  ASSERT_TRUE(q->dequeue(out, 0, drops));
+  q->enqueue(plain(pool, 1500, 0, 13), 0, drops);  // room again
+  EXPECT_EQ(drops.ids.size(), 2u);
+
+  auto big = make("infinite", "");
+  for (uint16_t i = 0; i < 2000; ++i) big->enqueue(plain(pool, 1500, 0, i), 0, drops);
+  EXPECT_EQ(big->packets(), 2000u);
+  EXPECT_EQ(drops.ids.size(), 2u);
+}
+
+TEST(QueueDiscipline, MemoryBoundAppliesToEveryDiscipline) {
+  BufferPool pool;
+  const uint64_t small = BufferPool::kClassSizes[0];
+  for (const char* name : {"droptail", "drophead"}) {
+    auto q = make(name, "packets=1000", 1, 4 * small);
+    Drops drops;
+    for (uint16_t id = 1; id <= 6; ++id) q->enqueue(plain(pool, 100, 0, id), 0, drops);
+    EXPECT_EQ(drops.ids, (std::vector<uint16_t>{5, 6})) << name;  // arrivals beyond the bound
+  }
+}
+
+TEST(QueueDiscipline, TakesWholeOnlyWhatFitsWithoutADrop) {
+  BufferPool pool;
+  Drops drops;
+  auto inf = make("infinite", "");
+  EXPECT_TRUE(inf->takes_whole(gso(pool, 44, 0)));
+  auto tight = make("infinite", "", 1, BufferPool::kClassSizes[2] - 1);
+  EXPECT_FALSE(tight->takes_whole(gso(pool, 44, 0)));  // its 64 KiB buffer alone is over the bound
+
+  for (const char* name : {"droptail", "drophead"}) {
+    auto q = make(name, "packets=100,bytes=100000");
+    EXPECT_TRUE(q->takes_whole(gso(pool, 44, 0))) << name;
+    for (int i = 0; i < 60; ++i) q->enqueue(plain(pool, 1000, 0), 0, drops);
+    EXPECT_FALSE(q->takes_whole(gso(pool, 44, 0))) << name;  // 104 packets
+    EXPECT_TRUE(q->takes_whole(gso(pool, 26, 0))) << name;   // 86 packets, 60000 + 38688 bytes
+    EXPECT_FALSE(q->takes_whole(gso(pool, 27, 0))) << name;  // 100176 bytes
+  }
+  EXPECT_TRUE(drops.ids.empty());
+}
+
+// --- CoDel ---
+
+// Drives a queue on a fixed grid: 1500-byte arrivals and opportunities, with the sojourn time of what leaves.
+struct Driver {
+  Driver(BufferPool& p, QueueDiscipline& queue) : pool(p), q(queue) {}
+  void arrive(Nanos t) {
+    q.enqueue(plain(pool, 1500, t, id++), t, drops);
+    ++in;
+  }
+  void fill(int n, Nanos t) {
+    for (int i = 0; i < n; ++i) arrive(t);
+  }
+  bool serve(Nanos t) {
+    QueuedPacket out_packet;
+    if (!q.dequeue(out_packet, t, drops)) return false;
+    ++out;
+    last_sojourn = t - out_packet.enqueued;
+    return true;
+  }
+  // Steps of STEP in [FROM, TO): an arrival every ARRIVE_EVERY steps (0: none), an opportunity every step.
+  void run(Nanos from, Nanos to, Nanos step, int arrive_every) {
+    for (Nanos t = from; t < to; t += step) {
+      if (arrive_every && (t / step) % arrive_every == 0) arrive(t);
+      serve(t);
+    }
+  }
+  bool conserved() const { return in == out + drops.packets + q.packets(); }
+
+  BufferPool& pool;
+  QueueDiscipline& q;
+  Drops drops;
+  uint16_t id = 1;
+  uint64_t in = 0, out = 0;
+  Nanos last_sojourn = 0;
+};
+
+CodelQueue codel(Nanos target = 5 * kMs, Nanos interval = 100 * kMs) {
+  return CodelQueue(CodelParams{target, interval, QueueLimits{100000, 0}});
+}
+
+TEST(CodelArgs, TargetAndIntervalAreRequiredMilliseconds) {
+  EXPECT_EQ(make("codel", "target=5,interval=100,packets=1000")->describe(),
+            "codel target=5 interval=100 packets=1000");
+  EXPECT_EQ(make("codel", "interval=0.5, target=0.125, bytes=90000")->describe(),
+            "codel target=0.125 interval=0.5 bytes=90000");
+  EXPECT_EQ(error_of("codel", "interval=100,packets=10"),
+            "--uplink-queue-args: codel needs target=MS (e.g. target=5)");
+  EXPECT_EQ(error_of("codel", "target=5,packets=10"),
+            "--uplink-queue-args: codel needs interval=MS (e.g. interval=100)");
+  EXPECT_EQ(error_of("codel", "target=5,interval=100"),
+            "--uplink-queue-args: codel needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)");
+  EXPECT_EQ(error_of("codel", "target=5,interval=100,packets=10,qdelay_ref=5"),
+            "--uplink-queue-args: unknown key 'qdelay_ref' for codel (expected target, interval, packets, bytes)");
+  const std::string expected = "' for target (expected milliseconds above 0 and at most 3600000, e.g. 5 or 2.5)";
+  for (const char* v : {"0", "0.0", "-1", "abc", "5ms", "1e3", ".", "5.", "3600001", "nan", "0.0000001", ""})
+    EXPECT_EQ(error_of("codel", std::string("interval=100,packets=10,target=") + v),
+              std::string("--uplink-queue-args: bad value '") + v + expected)
+        << v;
+  EXPECT_EQ(make("codel", "target=.5,interval=3600000,packets=1")->describe(),
+            "codel target=0.5 interval=3600000 packets=1");
+}
+
+TEST(Codel, NoDropsWhileSojournBelowTarget) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  Driver d(pool, q);
+  d.fill(40, 0);  // 40 packets served every 100 us: 4 ms of sojourn
+  d.run(100 * kUs, 2000 * kMs, 100 * kUs, 1);
+  EXPECT_EQ(d.drops.packets, 0u);
+  EXPECT_EQ(d.last_sojourn, 4 * kMs);
+  EXPECT_FALSE(q.dropping());
+}
+
+TEST(Codel, NoDropsWithAtMostOneMtuQueued) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  Driver d(pool, q);
+  for (Nanos t = 0; t < 2000 * kMs; t += 50 * kMs) {  // one packet at a time, each waiting 50 ms
+    d.arrive(t);
+    EXPECT_TRUE(d.serve(t + 50 * kMs));
+  }
+  EXPECT_EQ(d.drops.packets, 0u);
+}
+
+// A standing queue: 200 packets at once, then one arrival and one opportunity every 100 us. The sojourn of
+// what leaves passes 5 ms at 5 ms (the 50th packet), so dropping is allowed from 105 ms on.
+TEST(Codel, FirstDropAfterAnIntervalAboveTargetThenIntervalOverSqrtCount) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  Driver d(pool, q);
+  d.fill(200, 0);
+  d.run(100 * kUs, 104900 * kUs + 1, 100 * kUs, 1);
+  EXPECT_TRUE(d.drops.times.empty());
+  d.run(105 * kMs, 1000 * kMs, 100 * kUs, 1);
+  ASSERT_GE(d.drops.times.size(), 10u);
+  EXPECT_EQ(d.drops.times[0], 105 * kMs);
+  // Each later drop at the first opportunity at or after drop_next, which advances by interval/sqrt(count).
+  double next = 105.0 * kMs;
+  for (size_t k = 1; k < 10; ++k) {
+    next += 100.0 * kMs / std::sqrt(static_cast<double>(k));
+    const Nanos due = static_cast<Nanos>(std::ceil(next / (100 * kUs) - 1e-6)) * 100 * kUs;
+    EXPECT_EQ(d.drops.times[k], due) << "drop " << k;
+  }
+  for (size_t k = 2; k < 10; ++k)
+    EXPECT_LT(d.drops.times[k] - d.drops.times[k - 1], d.drops.times[k - 1] - d.drops.times[k - 2]);
+  EXPECT_TRUE(q.dropping());
+  EXPECT_TRUE(d.conserved());
+}
+
+TEST(Codel, LeavesDroppingStateWhenSojournFallsBelowTarget) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  Driver d(pool, q);
+  d.fill(200, 0);
+  d.run(100 * kUs, 400 * kMs, 100 * kUs, 1);
+  ASSERT_TRUE(q.dropping());
+  // Half the arrival rate: the backlog drains and the sojourn falls below target.
+  Nanos t = 400 * kMs;
+  for (; q.dropping(); t += 100 * kUs) {
+    if ((t / (100 * kUs)) % 2 == 0) d.arrive(t);
+    ASSERT_TRUE(d.serve(t));
+    ASSERT_LT(t, 2000 * kMs);
+  }
+  EXPECT_LT(d.last_sojourn, 5 * kMs);
+  const size_t drops = d.drops.times.size();
+  d.run(t, t + 2000 * kMs, 100 * kUs, 2);
+  EXPECT_EQ(d.drops.times.size(), drops);
+  EXPECT_TRUE(d.conserved());
+}
+
+// Builds a standing queue from T until CoDel has dropped DROPS packets in one dropping state, then drains it.
+Nanos episode(Driver& d, CodelQueue& q, Nanos t, uint32_t drops) {
+  d.fill(200, t);
+  for (; !(q.dropping() && q.count() >= drops); t += 100 * kUs) {
+    d.arrive(t);
+    d.serve(t);
+  }
+  while (d.serve(t)) {
+  }
+  EXPECT_FALSE(q.dropping());
+  return t;
+}
+
+// After an episode of 6 drops (5 since entering dropping state) and PAUSE of empty queue, a standing queue
+// again: CoDel's count at its first drop, and the time to its second.
+struct Reentry {
+  uint32_t count;
+  Nanos gap;
+};
+Reentry reenter_after(Nanos pause) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  Driver d(pool, q);
+  Nanos t = episode(d, q, 0, 6) + pause;
+  const size_t before = d.drops.times.size();
+  Reentry r{0, 0};
+  d.fill(200, t);
+  while (d.drops.times.size() < before + 2) {
+    t += 100 * kUs;
+    d.arrive(t);
+    d.serve(t);
+    if (d.drops.times.size() == before + 1 && r.count == 0) r.count = q.count();
+  }
+  r.gap = d.drops.times[before + 1] - d.drops.times[before];
+  EXPECT_TRUE(d.conserved());
+  return r;
+}
+
+TEST(Codel, ReentrySoonResumesFromTheLastDropRate) {
+  const Reentry r = reenter_after(10 * kMs);
+  EXPECT_EQ(r.count, 5u);
+  EXPECT_NEAR(static_cast<double>(r.gap), 100.0 * kMs / std::sqrt(5.0), 100 * kUs);
+}
+
+TEST(Codel, ReentryLongAfterStartsCountingAgain) {
+  const Reentry r = reenter_after(2000 * kMs);  // more than 16 intervals
+  EXPECT_EQ(r.count, 1u);
+  EXPECT_EQ(r.gap, 100 * kMs);
+}
+
+TEST(Codel, NeverTakesAGsoFrameWhole) {
+  BufferPool pool;
+  CodelQueue q = codel();
+  EXPECT_FALSE(q.takes_whole(gso(pool, 2, 0)));
+  EXPECT_FALSE(make("codel", "target=5,interval=100,packets=1000")->takes_whole(gso(pool, 44, 0)));
+}
+
+TEST(Codel, LimitsDropArrivals) {
+  BufferPool pool;
+  auto q = make("codel", "target=5,interval=100,packets=3");
+  Drops drops;
+  for (uint16_t id = 1; id <= 5; ++id) q->enqueue(plain(pool, 1000, 0, id), 0, drops);
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{4, 5}));
+}
+
+// --- Conservation: in = out + dropped + queued, in wire packets, under a random workload ---
+
+struct Tally {
+  uint64_t in = 0, out = 0;
+};
+
+// Random arrivals (plain packets and GSO frames, split where the discipline asks) and opportunities.
+void random_workload(QueueDiscipline& q, uint32_t seed, Tally& tally, Drops& drops) {
+  BufferPool pool;
+  std::mt19937 rng(seed);
+  Nanos now = 0;
+  QueuedPacket out;
+  for (int step = 0; step < 3000; ++step) {
+    now += std::uniform_int_distribution<Nanos>(0, 300 * kUs)(rng);
+    const int arrivals = std::uniform_int_distribution<int>(0, 3)(rng);
+    for (int a = 0; a < arrivals; ++a) {
+      if (rng() % 8 == 0) {
+        QueuedPacket f = gso(pool, 2 + rng() % 43, now);
+        tally.in += f.segments;
+        if (q.takes_whole(f)) {
+          q.enqueue(std::move(f), now, drops);
+        } else {
+          for (uint32_t s = 0; s < f.segments; ++s) q.enqueue(plain(pool, kSegmentIpBytes, now), now, drops);
+        }
+      } else {
+        tally.in += 1;
+        q.enqueue(plain(pool, 40 + rng() % 1461, now), now, drops);
+      }
+    }
+    for (int d = std::uniform_int_distribution<int>(0, 4)(rng); d > 0 && q.dequeue(out, now, drops); --d)
+      tally.out += out.segments;
+    ASSERT_EQ(tally.in, tally.out + drops.packets + q.packets()) << q.describe() << " step " << step;
+  }
+  while (q.dequeue(out, now, drops)) tally.out += out.segments;
+  EXPECT_EQ(tally.in, tally.out + drops.packets) << q.describe();
+  EXPECT_EQ(q.packets(), 0u);
+  EXPECT_EQ(q.bytes(), 0u);
+  EXPECT_EQ(q.memory(), 0u);
+}
+
+TEST(QueueDiscipline, ConservationUnderRandomWorkload) {
+  const std::vector<std::pair<std::string, std::string>> setups = {
+      {"infinite", ""},
+      {"droptail", "packets=100"},
+      {"droptail", "bytes=60000"},
+      {"drophead", "packets=80,bytes=100000"},
+      {"codel", "target=5,interval=100,packets=200"},
+      {"codel", "target=0.5,interval=10,bytes=100000"},
+  };
+  for (const auto& s : setups) {
+    for (uint32_t seed = 1; seed <= 3; ++seed) {
+      SCOPED_TRACE(s.first + " " + s.second);
+      auto q = make(s.first, s.second, seed, s.first == "infinite" ? 3000000 : QueueDiscipline::kMemoryLimit);
+      Tally tally;
+      Drops drops;
+      random_workload(*q, seed, tally, drops);
+      if (s.first != "infinite") {
+        EXPECT_GT(drops.packets, 0u);
+      }
+      EXPECT_GT(tally.out, 0u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tracemod
