@@ -1,5 +1,6 @@
 #include "frontend/tool.hh"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <iostream>
@@ -55,6 +56,24 @@ void split_command(const Tool& tool, const std::vector<std::string>& args, std::
   own.insert(own.end(), positionals.begin(), positionals.end());
 }
 
+// ARG as a shell would need it written, so a logged command line can be run again and stays on one line:
+// control characters (a script's newlines) in bash's $'...' form, anything else unusual in single quotes.
+std::string shell_quote(const std::string& arg) {
+  const bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                           "0123456789_./=:,+-@%") == std::string::npos;
+  if (plain) return arg;
+  const bool control = std::any_of(arg.begin(), arg.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  std::string q = control ? "$'" : "'";
+  for (unsigned char c : arg) {
+    if (!control) q += c == '\'' ? std::string("'\\''") : std::string(1, static_cast<char>(c));
+    else if (c == '\n') q += "\\n";
+    else if (c == '\'' || c == '\\') q += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f) q += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
+    else q += static_cast<char>(c);
+  }
+  return q + "'";
+}
+
 int usage_error(const Tool& tool, const std::string& message) {
   std::cerr << tool.name << ": " << message << "\n"
             << "usage: " << tool.name << " " << tool.synopsis << "\n"
@@ -83,6 +102,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
       return 0;
     }
     shell.tool = tool.name;
+    for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
     shell.command = command;
     shell.verbose = vm.count("verbose") > 0;
     shell.isolated = vm.count("isolated") > 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iostream>
 
 #include "util/command.hh"
 #include "util/error.hh"
@@ -28,8 +29,9 @@ sigset_t shell_signals() {
   return set;
 }
 
-EventLoop::EventLoop(Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host)
-    : ferry_(ferry), init_(init), host_(host) {
+EventLoop::EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
+                     HostHelper* host)
+    : tool_(tool), ferry_(ferry), init_(init), host_(host) {
   queues_[Ferry::kUplink] = up;
   queues_[Ferry::kDownlink] = down;
   sigset_t set = shell_signals();
@@ -57,6 +59,26 @@ int EventLoop::run() {
     const Nanos now = monotonic_now();
     ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
     ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
+    stop_if_finished(now);
+  }
+}
+
+// A queue that can never release again (a trace played --once) ends the run: the command is asked to stop
+// (SIGTERM through its init), and killed if it still runs a second later.
+void EventLoop::stop_if_finished(Nanos now) {
+  constexpr Nanos kGrace = 1000 * kMillisecond;
+  if (kill_at_ == kNever) {
+    for (int d : {Ferry::kUplink, Ferry::kDownlink}) {
+      if (!queues_[d]->finished()) continue;
+      std::cerr << tool_ << ": the " << (d == Ferry::kUplink ? "uplink" : "downlink")
+                << " trace has ended (--once): stopping the command\n";
+      kill(init_, SIGTERM);
+      kill_at_ = now + kGrace;
+      return;
+    }
+  } else if (now >= kill_at_) {
+    kill(init_, SIGKILL);
+    kill_at_ = now + kGrace;
   }
 }
 
@@ -74,7 +96,7 @@ void EventLoop::watch(int fd, uint32_t tag) {
 int EventLoop::wait(epoll_event* ev) {
   constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000;
   const Nanos now = monotonic_now();
-  Nanos next = std::min(queues_[0]->next_event(), queues_[1]->next_event());
+  Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
   if (now - last_arrival_ < kBusyPoll) next = now;
   timespec timeout{}, *tp = nullptr;
   if (next != kNever) {

@@ -6,6 +6,8 @@
 #include <sys/epoll.h>
 #include <sys/types.h>
 
+#include <string>
+
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "util/file_descriptor.hh"
@@ -18,7 +20,7 @@ sigset_t shell_signals();
 
 class EventLoop {
  public:
-  EventLoop(Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host);
+  EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host);
   // Runs until the command's init exits; returns its exit status (128+N if killed by signal N).
   int run();
 
@@ -26,12 +28,15 @@ class EventLoop {
   void watch(int fd, uint32_t tag);
   int wait(epoll_event* ev);
   bool on_signals(int& status);
+  void stop_if_finished(Nanos now);
 
+  std::string tool_;  // for messages
   Ferry& ferry_;
   PacketQueue* queues_[2];
   pid_t init_;
   HostHelper* host_;
   Nanos last_arrival_ = 0;
+  Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   FileDescriptor signals_, epoll_;
 };
 

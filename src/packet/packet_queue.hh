@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "packet/packet.hh"
 #include "util/clock.hh"
@@ -24,6 +25,10 @@ class PacketQueue {
   virtual void dequeue_ready(Nanos now, PacketSink& out) = 0;
   // The earliest time dequeue_ready would hand something out, or kNever.
   virtual Nanos next_event() const = 0;
+  // True once the queue can never release anything again (a trace played --once has ended).
+  virtual bool finished() const { return false; }
+  // Extra facts for -v at exit (e.g. how late departures were); empty if none.
+  virtual std::string summary() const { return {}; }
   const QueueStats& stats() const { return stats_; }
 
  protected:

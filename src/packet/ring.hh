@@ -16,6 +16,7 @@ class Ring {
   T& front() { return slots_[head_]; }
   const T& front() const { return slots_[head_]; }
   T& back() { return slots_[(head_ + size_ - 1) & (capacity_ - 1)]; }
+  const T& operator[](size_t i) const { return slots_[(head_ + i) & (capacity_ - 1)]; }  // i < size()
 
   void push_back(T&& v) {
     if (size_ == capacity_) grow();

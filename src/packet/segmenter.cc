@@ -97,11 +97,14 @@ void fix_headers(uint8_t* f, const Layout& l, uint32_t chunk, uint32_t index, ui
 
 }  // namespace
 
-uint32_t count_segments(const Packet& p) {
+uint32_t count_segments(const Packet& p) { return segment_shape(p).count; }
+
+SegmentShape segment_shape(const Packet& p) {
   const Layout l = parse(p);
-  if (!l.ok) return 1;
+  if (!p.is_gso() || !l.ok) return {1, p.ip_size(), 0, 0};
   const uint32_t mss = p.vnet().gso_size;
-  return (p.frame_size() - l.payload + mss - 1) / mss;
+  const uint32_t total = p.frame_size() - l.payload;
+  return {(total + mss - 1) / mss, l.payload - l.l3, mss, total};
 }
 
 bool segment_gso(const Packet& p, BufferPool& pool, const std::function<void(Packet&&)>& emit) {

@@ -3,12 +3,23 @@
 // partial (pseudo-header only) for the receiving kernel to finish, so the payload is copied once and never summed.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 
 #include "packet/buffer_pool.hh"
 #include "packet/packet.hh"
 
 namespace tracemod {
+
+// The wire packets a frame stands for: COUNT segments, each HEADER bytes of IP and L4 header followed by up
+// to MSS bytes of the frame's PAYLOAD bytes. A plain frame is one segment whose header is its whole IP packet.
+struct SegmentShape {
+  uint32_t count, header, mss, payload;
+  // IP bytes of segment I, and of all of them.
+  uint32_t ip_bytes(uint32_t i) const { return header + std::min(mss, payload - i * mss); }
+  uint32_t total_ip_bytes() const { return count * header + payload; }
+};
+SegmentShape segment_shape(const Packet& p);
 
 // Emits each segment of P in order. Returns false (emitting nothing) if P is not a GSO frame we can split.
 bool segment_gso(const Packet& p, BufferPool& pool, const std::function<void(Packet&&)>& emit);

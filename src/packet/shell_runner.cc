@@ -280,6 +280,7 @@ void report(const ShellOptions& o, const PacketQueue& up, const PacketQueue& dow
     const QueueStats& s = q->stats();
     std::cerr << o.tool << ": " << name << ": " << s.in_packets << " packets in, " << s.out_packets << " out, "
               << s.dropped_packets << " dropped, " << s.queued_packets << " still queued\n";
+    if (const std::string extra = q->summary(); !extra.empty()) std::cerr << o.tool << ": " << name << ": " << extra << "\n";
   }
   if (const uint64_t refused = ferry.counters().send_errors)
     std::cerr << o.tool << ": " << refused << " frames refused by the kernel on send\n";
@@ -365,7 +366,7 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   write_all(go.get(), "g", "start command");
   go.reset();
 
-  const int status = EventLoop(*ferry, up.get(), down.get(), init, outside.host.get()).run();
+  const int status = EventLoop(o.tool, *ferry, up.get(), down.get(), init, outside.host.get()).run();
   if (o.verbose) report(o, *up, *down, *ferry);
   // Each closing netlink or packet socket waits for an RCU grace period: close them all at once.
   outside.host.reset();

@@ -1,0 +1,45 @@
+// A per-direction link log in Mahimahi's grammar, so existing analysis scripts read it:
+//   T # 1500          a delivery opportunity (1500 bytes of IP packet)
+//   T + SIZE          an arrival (IP bytes)
+//   T - SIZE QDELAY   a departure, with the time it spent queued
+//   T d PKTS BYTES    packets dropped by the queue (tail, head or AQM)
+// Times are ms of CLOCK_MONOTONIC with microsecond decimals ("1234.567"), the base timestamp too, so logs
+// of both directions and of nested shells share one time base. A GSO super-frame is logged per wire packet.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "util/clock.hh"
+
+namespace tracemod {
+
+class LinkLog {
+ public:
+  // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why").
+  explicit LinkLog(const std::string& path);
+  ~LinkLog();
+  LinkLog(const LinkLog&) = delete;
+  LinkLog& operator=(const LinkLog&) = delete;
+
+  // "# LINE" for each line, then "# base timestamp: BASE".
+  void header(const std::vector<std::string>& lines, Nanos base);
+  void opportunity(Nanos t);
+  void arrival(Nanos t, uint32_t bytes);
+  void departure(Nanos t, uint32_t bytes, Nanos queued);
+  void drop(Nanos t, uint32_t packets, uint64_t bytes);
+  const std::string& path() const { return path_; }
+
+ private:
+  void line(Nanos t, char kind, uint64_t a);
+  void put_ms(Nanos t);
+  void put_uint(uint64_t v);
+  void put(char c) { std::putc(c, f_); }
+
+  std::string path_;
+  FILE* f_;
+  std::vector<char> buffer_;
+};
+
+}  // namespace tracemod

@@ -1,0 +1,277 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "fake.hh"
+#include "packet/link_queue.hh"
+
+namespace tracemod {
+namespace {
+
+using fake::CollectSink;
+using fake::Conserved;
+using fake::ip_id_of;
+using fake::udp4;
+
+constexpr Nanos kMs = kMillisecond;
+constexpr uint32_t kFullPayload = 1500 - 28;  // UDP payload of a 1500-byte IPv4 packet
+
+// Opportunities at the given times (ns from the link's time 0), then none.
+class ListSource : public OpportunitySource {
+ public:
+  explicit ListSource(std::vector<Nanos> times) : times_(std::move(times)) {}
+  Nanos next() override { return i_ < times_.size() ? times_[i_++] : kNever; }
+  uint64_t skip_before(Nanos t) override {
+    uint64_t n = 0;
+    while (i_ < times_.size() && times_[i_] < t) ++i_, ++n;
+    return n;
+  }
+
+ private:
+  std::vector<Nanos> times_;
+  size_t i_ = 0;
+};
+
+std::vector<Nanos> every(Nanos step, int count, Nanos first) {
+  std::vector<Nanos> v;
+  for (int i = 0; i < count; ++i) v.push_back(first + i * step);
+  return v;
+}
+
+struct Link {
+  BufferPool pool;
+  std::unique_ptr<LinkQueue> q;
+  CollectSink out;
+  explicit Link(std::vector<Nanos> times, const std::string& queue = "infinite", const std::string& args = "",
+                std::shared_ptr<LinkLog> log = nullptr, Nanos start = 0) {
+    const Nanos end = times.empty() ? 0 : times.back();
+    q = std::make_unique<LinkQueue>(std::make_unique<ListSource>(std::move(times)), start, end,
+                                    make_queue_discipline("--uplink-queue-args", queue, args, RandomStream(1, 0)),
+                                    pool, std::move(log));
+  }
+  void arrive(uint32_t payload, Nanos t, uint16_t id = 0) { q->enqueue(udp4(pool, payload, t, id), t); }
+  // Runs the link to T and returns the release times of what left.
+  std::vector<Nanos> run(Nanos t) {
+    q->dequeue_ready(t, out);
+    std::vector<Nanos> r;
+    for (const Packet& p : out.got) r.push_back(p.release);
+    return r;
+  }
+};
+
+TEST(LinkQueue, OneFullPacketPerOpportunity) {
+  Link k(every(kMs, 3, kMs));
+  for (uint16_t i = 0; i < 3; ++i) k.arrive(kFullPayload, 0, i);
+  EXPECT_EQ(k.q->next_event(), kMs);
+  EXPECT_EQ(k.run(kMs - 1), std::vector<Nanos>{});
+  EXPECT_EQ(k.run(10 * kMs), (std::vector<Nanos>{kMs, 2 * kMs, 3 * kMs}));
+  EXPECT_EQ(ip_id_of(k.out.got[2]), 2);
+  EXPECT_TRUE(Conserved(k.q->stats()));
+  EXPECT_EQ(k.q->stats().out_packets, 3u);
+}
+
+TEST(LinkQueue, SeveralSmallPacketsShareOneOpportunity) {
+  Link k(every(kMs, 2, kMs));
+  for (int i = 0; i < 16; ++i) k.arrive(100 - 28, 0);  // 16 packets of 100 IP bytes
+  // 15 fit in the first 1500 bytes; the 16th needs the second opportunity.
+  const auto r = k.run(5 * kMs);
+  ASSERT_EQ(r.size(), 16u);
+  EXPECT_EQ(r[14], kMs);
+  EXPECT_EQ(r[15], 2 * kMs);
+}
+
+TEST(LinkQueue, CreditLeftOverCarriesPartOfTheNextPacket) {
+  Link k(every(kMs, 3, kMs));
+  k.arrive(1000 - 28, 0);
+  k.arrive(1000 - 28, 0);  // 500 bytes in the first opportunity, 500 in the second
+  k.arrive(1000 - 28, 0);  // 1000 bytes of the second's credit remain: it fits there too
+  EXPECT_EQ(k.run(5 * kMs), (std::vector<Nanos>{kMs, 2 * kMs, 2 * kMs}));
+}
+
+TEST(LinkQueue, UnusedCreditIsLost) {
+  Link k(every(kMs, 3, kMs));
+  k.arrive(100 - 28, 0);  // uses 100 bytes of the first opportunity; the rest is wasted
+  EXPECT_EQ(k.run(1500 * 1000), std::vector<Nanos>{kMs});
+  k.arrive(kFullPayload, 1500 * 1000);  // arrives after the first: needs a whole opportunity of its own
+  EXPECT_EQ(k.run(5 * kMs), (std::vector<Nanos>{kMs, 2 * kMs}));
+}
+
+TEST(LinkQueue, OpportunitiesBeforeAnArrivalCannotCarryIt) {
+  Link k(every(kMs, 5, kMs));
+  // Handed over late (at 3.5 ms) but received by the kernel at 2.5 ms: the 3 ms opportunity is usable,
+  // the 1 and 2 ms ones are not.
+  k.q->enqueue(udp4(k.pool, kFullPayload, 2500 * 1000), 3500 * 1000);
+  EXPECT_EQ(k.run(10 * kMs), std::vector<Nanos>{3 * kMs});
+}
+
+TEST(LinkQueue, NeverReleasesBeforeTheOpportunity) {
+  Link k(every(kMs, 100, kMs));
+  int sent = 0;
+  for (Nanos t = 0; t < 200 * kMs; t += 137 * 1000) {
+    for (; sent < 100 && sent * kMs / 2 <= t; ++sent) k.arrive(kFullPayload, sent * kMs / 2);  // 2 per ms
+    const size_t before = k.out.got.size();
+    k.q->dequeue_ready(t, k.out);
+    for (size_t i = before; i < k.out.got.size(); ++i) {
+      EXPECT_LE(k.out.got[i].release, t);
+      EXPECT_EQ(k.out.got[i].release % kMs, 0);
+    }
+  }
+  EXPECT_EQ(k.out.got.size(), 100u);
+}
+
+TEST(LinkQueue, IdleLinkSkipsItsOpportunities) {
+  Link k(every(kMs, 1000, kMs));
+  EXPECT_EQ(k.q->next_event(), 1000 * kMs);  // nothing waits: no reason to wake up before the end
+  k.run(500 * kMs);
+  k.arrive(kFullPayload, 500 * kMs);
+  EXPECT_EQ(k.q->next_event(), 501 * kMs);
+  EXPECT_EQ(k.run(600 * kMs), std::vector<Nanos>{501 * kMs});
+}
+
+TEST(LinkQueue, OpportunityTimesCountFromTheLinkStart) {
+  BufferPool pool;
+  Link k(every(kMs, 3, kMs), "infinite", "", nullptr, 7 * kMs);
+  k.arrive(kFullPayload, 7 * kMs);
+  EXPECT_EQ(k.run(20 * kMs), std::vector<Nanos>{8 * kMs});
+}
+
+TEST(LinkQueue, FinishedWhenTheSourceEnds) {
+  Link k(every(kMs, 2, kMs));
+  EXPECT_FALSE(k.q->finished());
+  k.arrive(kFullPayload, 0);
+  k.run(2 * kMs);
+  EXPECT_TRUE(k.q->finished());
+}
+
+TEST(LinkQueue, AnIdleLinkWakesAtTheEndOfAFiniteSource) {
+  Link k(every(kMs, 3, kMs));
+  EXPECT_EQ(k.q->next_event(), 3 * kMs);  // nothing to send, but the end must be seen
+  k.run(3 * kMs);
+  EXPECT_TRUE(k.q->finished());
+  EXPECT_EQ(k.q->next_event(), kNever);
+}
+
+TEST(LinkQueue, DroptailDropsArrivalsBeyondTheLimitAndConserves) {
+  Link k(every(kMs, 10, kMs), "droptail", "packets=3");
+  for (uint16_t i = 0; i < 6; ++i) k.arrive(kFullPayload, 0, i);
+  EXPECT_EQ(k.q->stats().dropped_packets, 3u);
+  EXPECT_TRUE(Conserved(k.q->stats()));
+  k.run(20 * kMs);
+  ASSERT_EQ(k.out.got.size(), 3u);
+  EXPECT_EQ(ip_id_of(k.out.got[2]), 2);
+  EXPECT_TRUE(Conserved(k.q->stats()));
+  EXPECT_EQ(k.q->stats().queued_packets, 0u);
+}
+
+TEST(LinkQueue, GsoFrameAtALowRateLeavesAsItsWirePackets) {
+  Link k(every(kMs, 5, kMs));
+  k.q->enqueue(fake::tcp_gso(k.pool, false, 1448, 3 * 1448, 0), 0);  // 3 segments of 1500 IP bytes
+  EXPECT_EQ(k.q->stats().in_packets, 3u);
+  const auto r = k.run(10 * kMs);
+  EXPECT_EQ(r, (std::vector<Nanos>{kMs, 2 * kMs, 3 * kMs}));
+  for (const Packet& p : k.out.got) EXPECT_FALSE(p.is_gso());
+  EXPECT_EQ(k.q->stats().out_packets, 3u);
+}
+
+TEST(LinkQueue, GsoFrameAtAHighRateLeavesWholeAtItsLastOpportunity) {
+  Link k(every(1200, 50, 1200));  // 10 Gbit/s: an opportunity every 1.2 us
+  k.q->enqueue(fake::tcp_gso(k.pool, false, 1448, 40 * 1448, 0), 0);
+  const auto r = k.run(kMs);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0], 40 * 1200);
+  EXPECT_TRUE(k.out.got[0].is_gso());
+  EXPECT_EQ(k.q->stats().out_packets, 40u);
+  EXPECT_TRUE(Conserved(k.q->stats()));
+}
+
+TEST(LinkQueue, LateDeparturesAreMeasured) {
+  Link k(every(kMs, 2, kMs));
+  k.arrive(kFullPayload, 0);
+  k.run(kMs + 30 * 1000);  // handed to the kernel 30 us after its opportunity
+  EXPECT_EQ(k.q->lateness().count(), 1u);
+  EXPECT_EQ(k.q->lateness().quantile_us(0.99), 30u);
+}
+
+// A link driven by a real Mahimahi trace.
+std::unique_ptr<LinkQueue> traced(BufferPool& pool, const std::string& text, bool once) {
+  const DeliveryTrace trace = DeliveryTrace::parse(text, "t");
+  const Nanos end = once ? static_cast<Nanos>(trace.period_ms()) * kMs : kNever;
+  return std::make_unique<LinkQueue>(trace.cursor(once), 0, end,
+                                     make_queue_discipline("--uplink-queue-args", "infinite", "", RandomStream(1, 0)),
+                                     pool, nullptr);
+}
+
+TEST(LinkQueue, TraceLoopsWithItsLastValueAsPeriodAndRepeatsGiveSeveralOpportunities) {
+  BufferPool pool;
+  auto q = traced(pool, "1\n3\n3\n", false);  // 1 at 1 ms, 2 at 3 ms; period 3 ms
+  for (int i = 0; i < 7; ++i) q->enqueue(udp4(pool, kFullPayload, 0), 0);
+  CollectSink out;
+  q->dequeue_ready(20 * kMs, out);
+  std::vector<Nanos> r;
+  for (const Packet& p : out.got) r.push_back(p.release / kMs);
+  EXPECT_EQ(r, (std::vector<Nanos>{1, 3, 3, 4, 6, 6, 7}));
+  EXPECT_FALSE(q->finished());
+}
+
+TEST(LinkQueue, OnceEndsAtTheLastLine) {
+  BufferPool pool;
+  auto q = traced(pool, "1\n3\n", true);
+  for (int i = 0; i < 3; ++i) q->enqueue(udp4(pool, kFullPayload, 0), 0);
+  CollectSink out;
+  q->dequeue_ready(20 * kMs, out);
+  EXPECT_EQ(out.got.size(), 2u);  // the third never gets an opportunity
+  EXPECT_TRUE(q->finished());
+  EXPECT_EQ(q->stats().queued_packets, 1u);
+  EXPECT_TRUE(Conserved(q->stats()));
+}
+
+TEST(LinkQueue, ConservationUnderEveryDisciplineWithGsoAndSmallPackets) {
+  const std::pair<const char*, const char*> disciplines[] = {
+      {"infinite", ""}, {"droptail", "packets=20"}, {"drophead", "bytes=30000"},
+      {"codel", "target=5,interval=100,packets=1000"}, {"pie", "qdelay_ref=15,max_burst=150,packets=1000"}};
+  for (auto [name, args] : disciplines) {
+    Link k(every(kMs / 4, 4000, kMs / 4), name, args);
+    RandomStream r(3, 0);
+    for (Nanos t = 0; t < 1000 * kMs; t += 50 * 1000) {
+      const double u = r.uniform();
+      if (u < 0.3) k.q->enqueue(fake::tcp_gso(k.pool, u < 0.1, 1448, 1 + static_cast<uint32_t>(u * 20000), t), t);
+      else if (u < 0.8) k.arrive(static_cast<uint32_t>(u * kFullPayload), t);
+      k.q->dequeue_ready(t, k.out);
+      ASSERT_TRUE(Conserved(k.q->stats())) << name;
+    }
+    EXPECT_GT(k.q->stats().out_packets, 0u) << name;
+  }
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(LinkQueue, LogsInMahimahiGrammar) {
+  char path[] = "/tmp/tm-link-log-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    auto log = std::make_shared<LinkLog>(path);
+    log->header({"test"}, 5 * kMs);
+    Link k(every(kMs, 3, kMs), "droptail", "packets=1", log, 5 * kMs);
+    k.arrive(kFullPayload, 5 * kMs + 250 * 1000);
+    k.arrive(kFullPayload, 5 * kMs + 250 * 1000);  // dropped: the queue holds one
+    k.run(9 * kMs);
+  }
+  EXPECT_EQ(slurp(path),
+            "# test\n# base timestamp: 5.000\n"
+            "5.250 + 1500\n5.250 + 1500\n5.250 d 1 1500\n"
+            "6.000 # 1500\n6.000 - 1500 0.750\n7.000 # 1500\n8.000 # 1500\n");
+  std::remove(path);
+}
+
+}  // namespace
+}  // namespace tracemod
