@@ -80,14 +80,24 @@ class TraceBuilder {
 
   // Parses the complete lines at the start of TEXT; returns how many bytes they took (with their newlines).
   size_t feed(std::string_view text) {
-    size_t begin = 0;
-    for (;;) {
-      const void* nl = std::memchr(text.data() + begin, '\n', text.size() - begin);
-      if (!nl) return begin;
-      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - text.data());
-      line(text.substr(begin, end - begin));
-      begin = end + 1;
+    const char *p = text.data(), *const end = p + text.size();
+    while (p < end) {
+      // The usual line, up to 10 digits and a newline, in one pass; anything else goes the slow way.
+      const char* q = p;
+      uint64_t ms = 0;
+      for (; q < end && q - p < 10 && is_digit(*q); ++q) ms = ms * 10 + static_cast<uint64_t>(*q - '0');
+      if (q < end && *q == '\n' && q > p && ms <= DeliveryTrace::kMaxMillis) {
+        ++lines_;
+        add(ms);
+        p = q + 1;
+        continue;
+      }
+      const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+      if (!nl) break;
+      line(std::string_view(p, static_cast<size_t>(static_cast<const char*>(nl) - p)));
+      p = static_cast<const char*>(nl) + 1;
     }
+    return static_cast<size_t>(p - text.data());
   }
 
   // TAIL is what follows the last newline: a last line without one (Mahimahi accepts it), or nothing.

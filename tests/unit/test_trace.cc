@@ -65,6 +65,7 @@ TEST(TraceParse, AcceptsWhatMahimahiAccepts) {
   EXPECT_EQ(parse_error("0\n1\n"), "");
   EXPECT_EQ(parse_error("4294967295\n"), "");
   EXPECT_EQ(parse_error("007\n"), "");  // leading zeros: still an unsigned decimal integer
+  EXPECT_EQ(DeliveryTrace::parse("1\n00000000000042\n", "t").period_ms(), 42u);
   const DeliveryTrace t = DeliveryTrace::parse("1\n2\n3", "t");  // no newline after the last line
   EXPECT_EQ(t.period_ms(), 3u);
   EXPECT_EQ(t.opportunities(), 3u);
