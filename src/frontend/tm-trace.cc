@@ -1,5 +1,6 @@
 // tm-trace: check, describe and make Mahimahi delivery traces. Subcommands: stats, make, validate.
 #include <boost/program_options.hpp>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,14 +18,10 @@ struct Subcommand {
   const char* name;
   const char* synopsis;
   const char* summary;
-  void (*describe)(po::options_description&, po::positional_options_description&);
+  bool takes_files;  // FILE... as positional arguments
+  void (*describe)(po::options_description&);
   int (*run)(const po::variables_map&);
 };
-
-void file_arguments(po::options_description& d, po::positional_options_description& p) {
-  d.add_options()("file", po::value<Strings>()->value_name("FILE"), "trace files");
-  p.add("file", -1);
-}
 
 Strings files_of(const po::variables_map& vm) {
   if (!vm.count("file")) throw tracemod::UsageError("missing FILE: name one or more trace files");
@@ -46,7 +43,7 @@ int over_files(const po::variables_map& vm, Each each) {
   return status;
 }
 
-void describe_validate(po::options_description& d, po::positional_options_description& p) { file_arguments(d, p); }
+void describe_validate(po::options_description&) {}
 
 int run_validate(const po::variables_map& vm) {
   return over_files(vm, [](const std::string& f, const tracemod::DeliveryTrace& t) {
@@ -54,11 +51,10 @@ int run_validate(const po::variables_map& vm) {
   });
 }
 
-void describe_stats(po::options_description& d, po::positional_options_description& p) {
+void describe_stats(po::options_description& d) {
   d.add_options()("window,w", po::value<Strings>()->composing()->value_name("DURATION"),
                   "window for the rate percentiles, e.g. 100ms or 1s (repeat, or separate with commas; "
                   "default: 100ms and 1s)");
-  file_arguments(d, p);
 }
 
 std::vector<uint64_t> windows_of(const po::variables_map& vm) {
@@ -82,7 +78,7 @@ int run_stats(const po::variables_map& vm) {
   });
 }
 
-void describe_make(po::options_description& d, po::positional_options_description&) {
+void describe_make(po::options_description& d) {
   d.add_options()                                                                                     //
       ("rate", po::value<std::string>()->value_name("RATE"), "a constant rate, e.g. 12mbit (with --duration)")  //
       ("duration", po::value<std::string>()->value_name("DURATION"),
@@ -113,9 +109,11 @@ tracemod::TracePlan plan_of(const po::variables_map& vm) {
   }
   if (vm.count("steps") && vm.count("duration"))
     throw tracemod::UsageError("--duration does not go with --steps: the steps give the length");
-  plan.pattern = tracemod::parse_segments(vm.count("steps") ? "--steps" : "--on-off", get(vm.count("steps") ? "steps" : "on-off"));
+  const char* option = vm.count("steps") ? "steps" : "on-off";
+  plan.pattern = tracemod::parse_segments(std::string("--") + option, get(option));
   for (const tracemod::RateSegment& s : plan.pattern) plan.total_ms += s.ms;
-  if (plan.total_ms > tracemod::DeliveryTrace::kMaxMillis) throw tracemod::UsageError("the segments last longer than a trace can (4294967295 ms)");
+  if (plan.total_ms > tracemod::DeliveryTrace::kMaxMillis)
+    throw tracemod::UsageError("the segments last longer than a trace can (4294967295 ms)");
   if (vm.count("duration")) plan.total_ms = tracemod::parse_duration_ms("--duration", get("duration"));
   return plan;
 }
@@ -127,15 +125,16 @@ int run_make(const po::variables_map& vm) {
 }
 
 const Subcommand kSubcommands[] = {
-    {"stats", "stats [--window DURATION]... FILE...",
-     "Print each trace's length, opportunities, mean rate, and rate percentiles over windows.", describe_stats,
-     run_stats},
-    {"make",
-     "make (--rate RATE --duration DURATION | --steps RATE:DURATION,... | --on-off RATE:DURATION,... "
-     "[--duration DURATION]) [-o FILE]",
-     "Write a synthetic trace: a constant rate, steps, or a repeated on/off pattern.", describe_make, run_make},
     {"validate", "validate FILE...", "Check each trace as tm-link and Mahimahi read it; print a summary or the error.",
-     describe_validate, run_validate},
+     true, describe_validate, run_validate},
+    {"stats", "stats [--window DURATION]... FILE...",
+     "Print each trace's length, opportunities, mean rate, and rate percentiles over windows.", true,
+     describe_stats, run_stats},
+    {"make", "make (--rate RATE --duration DUR | --steps LIST | --on-off LIST [--duration DUR]) [-o FILE]",
+     "Write a synthetic trace: a constant rate, steps, or a repeated on/off pattern (LIST: RATE:DUR,...).\n"
+     "The last line is always the trace's length, which Mahimahi reads as its period: when no opportunity\n"
+     "falls there, the last one moves there.",
+     false, describe_make, run_make},
 };
 
 int usage_error(const std::string& message, const std::string& synopsis) {
@@ -146,22 +145,31 @@ int usage_error(const std::string& message, const std::string& synopsis) {
 
 void print_help() {
   std::cout << "usage:";
-  for (const Subcommand& s : kSubcommands) std::cout << (&s == kSubcommands ? " " : "       ") << "tm-trace " << s.synopsis << "\n";
+  for (const Subcommand& s : kSubcommands)
+    std::cout << (&s == kSubcommands ? " " : "       ") << "tm-trace " << s.synopsis << "\n";
   std::cout << "Check, describe and make Mahimahi delivery traces (one time in ms per line, one 1500-byte\n"
                "opportunity per line, looping with period = the last value).\n\n";
-  for (const Subcommand& s : kSubcommands) std::cout << "  " << s.name << "\t" << s.summary << "\n";
+  for (const Subcommand& s : kSubcommands) {
+    const std::string first_line(s.summary, std::strcspn(s.summary, "\n"));
+    std::cout << "  " << s.name << std::string(10 - std::strlen(s.name), ' ') << first_line << "\n";
+  }
   std::cout << "\nRates: bit, kbit, mbit, gbit, kbps, mbps, gbps (all bits per second). Durations: ms, s, min.\n"
                "'tm-trace SUBCOMMAND --help' lists its options; see also man tm-trace.\n";
 }
 
 int run_subcommand(const Subcommand& sub, int argc, char** argv) {
-  po::options_description visible(std::string("Options of tm-trace ") + sub.name);
+  po::options_description visible(std::string("Options of tm-trace ") + sub.name), all;
   po::positional_options_description positional;
   visible.add_options()("help,h", "show this help and exit");
-  sub.describe(visible, positional);
+  sub.describe(visible);
+  all.add(visible);
+  if (sub.takes_files) {
+    all.add_options()("file", po::value<Strings>());
+    positional.add("file", -1);
+  }
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(visible).positional(positional).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
     po::notify(vm);
     if (vm.count("help")) {
       std::cout << "usage: tm-trace " << sub.synopsis << "\n" << sub.summary << "\n\n" << visible;
