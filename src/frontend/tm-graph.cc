@@ -1,0 +1,136 @@
+// tm-graph: the summary and the pictures of a link log, ours or Mahimahi's.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include "analysis/gnuplot.hh"
+#include "analysis/link_log_reader.hh"
+#include "analysis/plot_script.hh"
+#include "config.h"
+#include "util/file_descriptor.hh"
+
+namespace po = boost::program_options;
+using namespace tracemod;
+
+namespace {
+
+constexpr const char* kSynopsis = "LOG [--bin MS] [--svg FILE] [--png FILE] [--title T]";
+
+struct Options {
+  std::string log, svg, png, title;
+  Nanos bin = 500 * kMillisecond;
+};
+
+Nanos parse_bin(const std::string& text) {
+  size_t used = 0;
+  double ms = -1;
+  try {
+    ms = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(ms >= 0.001 && ms <= 3.6e6))
+    throw UsageError("invalid --bin '" + text + "': expected milliseconds from 0.001 to 3600000 (e.g. 500)");
+  return static_cast<Nanos>(ms * 1e6 + 0.5);
+}
+
+// Returns false if --help or --version was answered.
+bool parse_options(int argc, char** argv, Options& o) {
+  po::options_description visible("Options");
+  visible.add_options()                                                                              //
+      ("bin", po::value<std::string>()->value_name("MS"), "width of a time bin in ms (default 500)")  //
+      ("svg", po::value(&o.svg)->value_name("FILE"), "draw the graphs as SVG into FILE")              //
+      ("png", po::value(&o.png)->value_name("FILE"), "draw the graphs as PNG into FILE")              //
+      ("title", po::value(&o.title)->value_name("T"), "title of the graphs (default: LOG)")           //
+      ("help,h", "show this help and exit")                                                          //
+      ("version", "show the version and exit");
+  po::options_description all;
+  all.add(visible).add_options()("log", po::value(&o.log));
+  po::positional_options_description positional;
+  positional.add("log", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << "usage: tm-graph " << kSynopsis << "\n"
+              << "Print the capacity, throughput, queueing delay and drops of a link log (tracemod's or\n"
+              << "Mahimahi's), and draw them with gnuplot.\n\n"
+              << visible;
+    return false;
+  }
+  if (vm.count("version")) {
+    std::cout << "tm-graph (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
+    return false;
+  }
+  if (vm.count("bin")) o.bin = parse_bin(vm["bin"].as<std::string>());
+  if (o.log.empty()) throw UsageError("missing LOG: the link log to read");
+  if (!vm.count("title")) o.title = o.log;
+  return true;
+}
+
+LinkLogStats read_log(const Options& o) {
+  if (o.log == "-") return read_link_log(std::cin, "standard input", o.bin);
+  std::vector<char> buffer(1 << 20);
+  std::ifstream in;
+  in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  in.open(o.log);
+  if (!in) throw UsageError(o.log + ": cannot open: " + std::strerror(errno));
+  return read_link_log(in, o.log, o.bin);
+}
+
+// Writes one picture; a failed one is removed rather than left half-written.
+void draw(const LinkLogStats& stats, const Options& o, PlotFormat format, const std::string& path) {
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty())
+    throw Error(std::string("--") + (format == PlotFormat::kSvg ? "svg" : "png") +
+                " needs gnuplot, which is not on PATH (Debian: gnuplot-nox)");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(path + ": cannot open for writing: " + std::strerror(errno));
+  FileDescriptor out(fd);
+  try {
+    run_gnuplot(gnuplot, plot_script(stats, format, o.title), out.get());
+  } catch (const Error&) {
+    ::unlink(path.c_str());
+    throw;
+  }
+}
+
+int usage_error(const std::string& message) {
+  std::cerr << "tm-graph: " << message << "\nusage: tm-graph " << kSynopsis
+            << "\nTry 'tm-graph --help' for more information.\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a gnuplot that dies early must not kill us: its error is reported
+  Options o;
+  try {
+    if (!parse_options(argc, argv, o)) return 0;
+  } catch (const po::error& e) {
+    return usage_error(e.what());
+  } catch (const UsageError& e) {
+    return usage_error(e.what());
+  }
+  try {
+    const LinkLogStats stats = read_log(o);
+    std::cout << format_summary(stats) << std::flush;
+    if (!o.svg.empty()) draw(stats, o, PlotFormat::kSvg, o.svg);
+    if (!o.png.empty()) draw(stats, o, PlotFormat::kPng, o.png);
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "tm-graph: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "tm-graph: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,144 @@
+"""tm-graph: the summary of a link log in either dialect (Mahimahi's whole milliseconds and 1504-byte
+opportunities, or tracemod's decimals and 1500), its SVG and PNG pictures through gnuplot, input errors with
+FILE:LINE, and a machine without gnuplot."""
+import re
+import struct
+import xml.etree.ElementTree as ET
+
+import pytest
+
+# What the log below holds, over exactly 1000 ms from its first event to its last: 1000 opportunities (one per
+# ms), 500 departures (every other ms) whose delays run 0..99 ms five times over, and 3 drops.
+DIALECTS = {
+    "mahimahi": {"size": 1504, "time": "{:d}", "capacity": "12.03", "throughput": "6.02"},
+    "tracemod": {"size": 1500, "time": "{:.3f}", "capacity": "12.00", "throughput": "6.00"},
+}
+BASE = 12
+
+
+def write_log(path, dialect):
+    d = DIALECTS[dialect]
+    size, fmt = d["size"], d["time"].format
+    if dialect == "mahimahi":
+        header = ["# mahimahi mm-link (Uplink) [/tmp/12mbit] > /tmp/up.log", "# command line: mm-link ...",
+                  "# queue: infinite", "# init timestamp: 10", f"# base timestamp: {BASE}"]
+    else:
+        header = ["# command line: tm-link ...", "# version: 0.1.0", "# queue: infinite", "# seed: 1",
+                  f"# base timestamp: {BASE:.3f}"]
+    events = [(0, 2, f"+ {size}")]
+    for ms in range(1, 1001):
+        events.append((ms, 0, f"# {size}"))
+        if ms % 2 == 0:
+            delay = (ms // 2 - 1) % 100
+            events.append((ms - delay, 2, f"+ {size}"))
+            events.append((ms, 1, f"- {size} {fmt(delay)}"))
+    for _ in range(3):
+        events += [(500, 2, f"+ {size}"), (500, 3, f"d 1 {size}")]
+    lines = [f"{fmt(BASE + t)} {text}" for t, _, text in sorted(events)]
+    path.write_text("\n".join(header + lines) + "\n")
+    return path
+
+
+def expected_summary(dialect):
+    d = DIALECTS[dialect]
+    return (f"Average capacity: {d['capacity']} Mbits/s\n"
+            f"Average throughput: {d['throughput']} Mbits/s (50.0% utilization)\n"
+            "95th percentile per-packet queueing delay: 95.000 ms\n"
+            "50th percentile per-packet queueing delay: 50.000 ms\n"
+            "99th percentile per-packet queueing delay: 99.000 ms\n"
+            f"Drops: 3 packets, {3 * d['size']} bytes\n")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_summary_of_either_dialect(root, tools, public_tmp, dialect):
+    log = write_log(public_tmp / f"{dialect}.log", dialect)
+    r = root.run(tools.tool("tm-graph", log))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected_summary(dialect)
+    assert r.stderr == ""
+
+
+def test_svg_and_png_hold_both_plots(root, tools, public_tmp):
+    log = write_log(public_tmp / "up.log", "mahimahi")
+    svg, png = public_tmp / "up.svg", public_tmp / "up.png"
+    r = root.run(tools.tool("tm-graph", log, "--bin", 100, "--svg", svg, "--png", png, "--title", "uplink <test>"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected_summary("mahimahi")
+
+    root_element = ET.parse(svg).getroot()
+    assert root_element.tag == "{http://www.w3.org/2000/svg}svg"
+    texts = " ".join("".join(e.itertext()) for e in root_element.iter("{http://www.w3.org/2000/svg}text"))
+    for label in ("uplink <test>", "throughput (Mbit/s)", "queueing delay (ms)", "time (s)",
+                  "capacity (mean 12.03 Mbit/s)", "delivered (mean 6.02 Mbit/s)", "maximum per bin"):
+        assert label in texts, f"{label!r} not in the SVG's text: {texts!r}"
+    plots = {e.get("id") for e in root_element.iter("{http://www.w3.org/2000/svg}g")
+             if re.fullmatch(r"gnuplot_plot_\d+[a-z]", e.get("id") or "")}
+    assert {p[-1] for p in plots} == {"a", "b"}, f"not two panels: {sorted(plots)}"
+
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (1024, 720)
+    assert len(data) > 10000
+
+
+BAD_LOGS = [
+    ("# base timestamp: 0\n1 # 1500\n\n", 3, "empty line"),
+    ("# base timestamp: 0\n1 # 1500\n2 x 1500\n", 3, "unknown event 'x'"),
+    ("1 + 1500\n# base timestamp: 0\n", 1, "before the '# base timestamp:' line"),
+    ("# base timestamp: 0\n1 - 1500\n", 2, "too few fields"),
+    ("# base timestamp: 0\n1 - 1500 fast\n", 2, "bad queueing delay 'fast'"),
+    ("# base timestamp: 0\r\n", 1, "carriage return"),
+]
+
+
+@pytest.mark.parametrize("text,line,what", BAD_LOGS, ids=[w for _, _, w in BAD_LOGS])
+def test_bad_log_exits_2_naming_file_and_line(root, tools, public_tmp, text, line, what):
+    log = public_tmp / "bad.log"
+    log.write_text(text)
+    r = root.run(tools.tool("tm-graph", log))
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == ""
+    assert re.fullmatch(rf"tm-graph: {re.escape(str(log))}:{line}: [^\n]*{re.escape(what)}[^\n]*\n", r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("text,what", [("", "empty log"), ("# base timestamp: 1\n", "no events")],
+                         ids=["empty", "header only"])
+def test_log_without_events_is_an_error(root, tools, public_tmp, text, what):
+    log = public_tmp / "empty.log"
+    log.write_text(text)
+    r = root.run(tools.tool("tm-graph", log))
+    assert r.returncode == 2 and r.stdout == ""
+    assert re.fullmatch(rf"tm-graph: {re.escape(str(log))}: {what}[^\n]*\n", r.stderr), r.stderr
+
+
+def test_without_gnuplot_the_summary_still_prints(root, tools, public_tmp):
+    log = write_log(public_tmp / "up.log", "tracemod")
+    no_gnuplot = {"PATH": str(public_tmp)}
+    r = root.run(tools.tool("tm-graph", log), env=no_gnuplot)
+    assert r.returncode == 0 and r.stdout == expected_summary("tracemod"), r.stderr
+
+    png = public_tmp / "up.png"
+    r = root.run(tools.tool("tm-graph", log, "--png", png), env=no_gnuplot)
+    assert r.returncode == 1
+    assert r.stdout == expected_summary("tracemod")
+    assert r.stderr == "tm-graph: --png needs gnuplot, which is not on PATH (Debian: gnuplot-nox)\n"
+    assert not png.exists()
+
+
+@pytest.mark.parametrize("args,named", [(["x.log", "--bin", "0"], "'0'"), (["x.log", "--bin", "x"], "'x'"),
+                                        ([], "missing LOG"), (["--bogus"], "--bogus"), (["a", "b"], "too many")],
+                         ids=["bin 0", "bin x", "no log", "unknown option", "two logs"])
+def test_bad_usage_exits_2(root, tools, args, named):
+    r = root.run(tools.tool("tm-graph", *args))
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("tm-graph: ") and named in lines[0], r.stderr
+    assert lines[1].startswith("usage: tm-graph LOG "), r.stderr
+
+
+def test_help_and_version(root, tools):
+    r = root.run(tools.tool("tm-graph", "--help"))
+    assert r.returncode == 0 and r.stdout.startswith("usage: tm-graph LOG ") and "--png" in r.stdout
+    r = root.run(tools.tool("tm-graph", "--version"))
+    assert r.returncode == 0 and re.fullmatch(r"tm-graph \(tracemod\) \S+\n", r.stdout)
