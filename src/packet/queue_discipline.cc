@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "packet/aqm_codel.hh"
+#include "packet/aqm_pie.hh"
 #include "util/error.hh"
 
 namespace tracemod {
@@ -221,7 +222,6 @@ std::string name_option(const std::string& args_option) {
 std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
                                                        const std::string& args, RandomStream random,
                                                        uint64_t memory_limit) {
-  (void)random;
   if (name == "infinite") {
     QueueArgs a(option, name, args, {});
     return std::make_unique<InfiniteQueue>(memory_limit);
@@ -238,6 +238,11 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option
     QueueArgs a(option, name, args, {"target", "interval", "packets", "bytes"});
     const CodelParams params{a.milliseconds("target", "5"), a.milliseconds("interval", "100"), a.limits()};
     return std::make_unique<CodelQueue>(params, memory_limit);
+  }
+  if (name == "pie") {
+    QueueArgs a(option, name, args, {"qdelay_ref", "max_burst", "packets", "bytes"});
+    const PieParams params{a.milliseconds("qdelay_ref", "15"), a.milliseconds("max_burst", "150"), a.limits()};
+    return std::make_unique<PieQueue>(params, random, memory_limit);
   }
   throw UsageError(name_option(option) + ": unknown queue '" + name +
                    "' (expected infinite, droptail, drophead, codel or pie)");

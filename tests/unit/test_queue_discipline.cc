@@ -8,6 +8,7 @@
 
 #include "fake.hh"
 #include "packet/aqm_codel.hh"
+#include "packet/aqm_pie.hh"
 #include "packet/queue_discipline.hh"
 #include "util/error.hh"
 
@@ -268,13 +269,15 @@ struct Driver {
     if (!q.dequeue(out_packet, t, drops)) return false;
     ++out;
     last_sojourn = t - out_packet.enqueued;
+    sojourn_sum += last_sojourn;
     return true;
   }
-  // Steps of STEP in [FROM, TO): an arrival every ARRIVE_EVERY steps (0: none), an opportunity every step.
-  void run(Nanos from, Nanos to, Nanos step, int arrive_every) {
+  // Steps of STEP in [FROM, TO): an arrival every ARRIVE_EVERY steps (0: none), an opportunity every
+  // SERVE_EVERY steps.
+  void run(Nanos from, Nanos to, Nanos step, int arrive_every, int serve_every = 1) {
     for (Nanos t = from; t < to; t += step) {
       if (arrive_every && (t / step) % arrive_every == 0) arrive(t);
-      serve(t);
+      if ((t / step) % serve_every == 0) serve(t);
     }
   }
   bool conserved() const { return in == out + drops.packets + q.packets(); }
@@ -284,33 +287,45 @@ struct Driver {
   Drops drops;
   uint16_t id = 1;
   uint64_t in = 0, out = 0;
-  Nanos last_sojourn = 0;
+  Nanos last_sojourn = 0, sojourn_sum = 0;
 };
 
 CodelQueue codel(Nanos target = 5 * kMs, Nanos interval = 100 * kMs) {
   return CodelQueue(CodelParams{target, interval, QueueLimits{100000, 0}});
 }
 
-TEST(CodelArgs, TargetAndIntervalAreRequiredMilliseconds) {
-  EXPECT_EQ(make("codel", "target=5,interval=100,packets=1000")->describe(),
-            "codel target=5 interval=100 packets=1000");
-  EXPECT_EQ(make("codel", "interval=0.5, target=0.125, bytes=90000")->describe(),
-            "codel target=0.125 interval=0.5 bytes=90000");
-  EXPECT_EQ(error_of("codel", "interval=100,packets=10"),
-            "--uplink-queue-args: codel needs target=MS (e.g. target=5)");
-  EXPECT_EQ(error_of("codel", "target=5,packets=10"),
-            "--uplink-queue-args: codel needs interval=MS (e.g. interval=100)");
-  EXPECT_EQ(error_of("codel", "target=5,interval=100"),
-            "--uplink-queue-args: codel needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)");
+// codel and pie take two times, both required, and a limit.
+TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
+  struct Case {
+    std::string name, first, first_example, second, second_example;
+  };
+  for (const Case& c : {Case{"codel", "target", "5", "interval", "100"},
+                        Case{"pie", "qdelay_ref", "15", "max_burst", "150"}}) {
+    SCOPED_TRACE(c.name);
+    const std::string first = c.first + "=" + c.first_example, second = c.second + "=" + c.second_example;
+    const std::string prefix = "--uplink-queue-args: " + c.name;
+    EXPECT_EQ(make(c.name, first + "," + second + ",packets=1000")->describe(),
+              c.name + " " + first + " " + second + " packets=1000");
+    EXPECT_EQ(make(c.name, c.second + "=0.5, " + c.first + "=0.125, bytes=90000")->describe(),
+              c.name + " " + c.first + "=0.125 " + c.second + "=0.5 bytes=90000");
+    EXPECT_EQ(error_of(c.name, second + ",packets=10"), prefix + " needs " + c.first + "=MS (e.g. " + first + ")");
+    EXPECT_EQ(error_of(c.name, first + ",packets=10"), prefix + " needs " + c.second + "=MS (e.g. " + second + ")");
+    EXPECT_EQ(error_of(c.name, first + "," + second),
+              prefix + " needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)");
+    EXPECT_EQ(error_of(c.name, first + "," + second + ",packets=1,limit=5"),
+              "--uplink-queue-args: unknown key 'limit' for " + c.name + " (expected " + c.first + ", " + c.second +
+                  ", packets, bytes)");
+    const std::string expected = "' for " + c.second + " (expected milliseconds above 0 and at most 3600000, e.g. " +
+                                 c.second_example + " or 2.5)";
+    for (const char* v : {"0", "0.0", "-1", "abc", "5ms", "1e3", ".", "5.", "3600001", "nan", "0.0000001", ""})
+      EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=" + v),
+                std::string("--uplink-queue-args: bad value '") + v + expected)
+          << v;
+    EXPECT_EQ(make(c.name, c.first + "=.5," + c.second + "=3600000,packets=1")->describe(),
+              c.name + " " + c.first + "=0.5 " + c.second + "=3600000 packets=1");
+  }
   EXPECT_EQ(error_of("codel", "target=5,interval=100,packets=10,qdelay_ref=5"),
             "--uplink-queue-args: unknown key 'qdelay_ref' for codel (expected target, interval, packets, bytes)");
-  const std::string expected = "' for target (expected milliseconds above 0 and at most 3600000, e.g. 5 or 2.5)";
-  for (const char* v : {"0", "0.0", "-1", "abc", "5ms", "1e3", ".", "5.", "3600001", "nan", "0.0000001", ""})
-    EXPECT_EQ(error_of("codel", std::string("interval=100,packets=10,target=") + v),
-              std::string("--uplink-queue-args: bad value '") + v + expected)
-        << v;
-  EXPECT_EQ(make("codel", "target=.5,interval=3600000,packets=1")->describe(),
-            "codel target=0.5 interval=3600000 packets=1");
 }
 
 TEST(Codel, NoDropsWhileSojournBelowTarget) {
@@ -446,6 +461,124 @@ TEST(Codel, LimitsDropArrivals) {
   EXPECT_EQ(drops.ids, (std::vector<uint16_t>{4, 5}));
 }
 
+// --- PIE ---
+
+PieQueue pie(uint64_t seed = 1) {
+  return PieQueue(PieParams{15 * kMs, 150 * kMs, QueueLimits{100000, 0}}, RandomStream(seed, 0));
+}
+
+// 500 packets at once, then one arrival and one opportunity every 100 us: a standing 50 ms queue.
+TEST(Pie, DropProbRisesUnderAStandingQueueAboveTheReference) {
+  BufferPool pool;
+  PieQueue q = pie();
+  Driver d(pool, q);
+  d.fill(500, 0);
+  double last = 0;
+  for (Nanos t = 30 * kMs; t <= 600 * kMs; t += 30 * kMs) {
+    d.run(t - 30 * kMs + 100 * kUs, t + 1, 100 * kUs, 1);
+    EXPECT_GT(q.drop_prob(), last) << "at " << t / kMs << " ms";
+    last = q.drop_prob();
+  }
+  EXPECT_GT(d.drops.packets, 0u);
+  EXPECT_TRUE(d.conserved());
+}
+
+TEST(Pie, NoRandomDropsWithinMaxBurstOfTheQueueStarting) {
+  BufferPool pool;
+  PieQueue q = pie();
+  Driver d(pool, q);
+  d.run(0, 150 * kMs, 100 * kUs, 1, 2);  // twice as many arrivals as opportunities
+  EXPECT_EQ(d.drops.packets, 0u);
+  EXPECT_GT(d.last_sojourn, 50 * kMs);
+  EXPECT_GT(q.drop_prob(), 0.0);
+  d.run(150 * kMs, 400 * kMs, 100 * kUs, 1, 2);
+  EXPECT_GT(d.drops.packets, 0u);
+  EXPECT_GE(d.drops.times.front(), 150 * kMs);
+}
+
+TEST(Pie, DropProbDecaysToZeroOnceTheQueueDrainsAndTheBurstAllowanceReturns) {
+  BufferPool pool;
+  PieQueue q = pie();
+  Driver d(pool, q);
+  d.run(0, 2000 * kMs, 100 * kUs, 1, 2);
+  ASSERT_GT(q.drop_prob(), 0.1);
+  while (d.serve(2000 * kMs)) {
+  }
+  const double congested = q.drop_prob();
+  EXPECT_FALSE(d.serve(2100 * kMs));  // six idle updates
+  EXPECT_LT(q.drop_prob(), congested);
+  EXPECT_GT(q.drop_prob(), 0.0);
+  EXPECT_FALSE(d.serve(60000 * kMs));
+  EXPECT_EQ(q.drop_prob(), 0.0);
+  EXPECT_EQ(q.burst_allowance(), 150 * kMs);
+  // A new burst is let in whole.
+  const uint64_t dropped = d.drops.packets;
+  d.run(60000 * kMs, 60100 * kMs, 100 * kUs, 1, 2);
+  EXPECT_EQ(d.drops.packets, dropped);
+  EXPECT_TRUE(d.conserved());
+}
+
+// The periodic update runs lazily; a queue asked often (an opportunity every millisecond while idle) and one
+// asked rarely must agree on everything.
+TEST(Pie, LazyUpdatesMatchFrequentOnes) {
+  BufferPool pool;
+  PieQueue often = pie(5), rarely = pie(5);
+  Driver a(pool, often), b(pool, rarely);
+  for (Driver* d : {&a, &b}) d->run(0, 1000 * kMs, 100 * kUs, 1, 2);
+  while (a.serve(1000 * kMs)) b.serve(1000 * kMs);
+  for (Nanos t = 1000 * kMs; t < 1500 * kMs; t += kMs) a.serve(t);
+  b.serve(1500 * kMs);
+  a.serve(1500 * kMs);
+  EXPECT_EQ(often.drop_prob(), rarely.drop_prob());
+  for (Driver* d : {&a, &b}) d->run(1500 * kMs, 3000 * kMs, 100 * kUs, 1, 2);
+  EXPECT_EQ(a.drops.times, b.drops.times);
+  EXPECT_EQ(often.drop_prob(), rarely.drop_prob());
+}
+
+std::vector<Nanos> overload_drops(uint64_t seed) {
+  BufferPool pool;
+  PieQueue q = pie(seed);
+  Driver d(pool, q);
+  d.run(0, 3000 * kMs, 100 * kUs, 1, 2);
+  return d.drops.times;
+}
+
+TEST(Pie, SameSeedSameDrops) {
+  const std::vector<Nanos> a = overload_drops(7), b = overload_drops(7), c = overload_drops(8);
+  EXPECT_GT(a.size(), 100u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+// Arrivals every 100 us, opportunities every 125 us: once PIE has settled it drops the excess fifth of the
+// arrivals and holds the queueing delay near the reference.
+TEST(Pie, SteadyOverloadDropsTheExcessAndHoldsTheReferenceDelay) {
+  BufferPool pool;
+  PieQueue q = pie(3);
+  Driver d(pool, q);
+  const Nanos step = 25 * kUs;
+  d.run(0, 5000 * kMs, step, 4, 5);
+  const uint64_t in = d.in, dropped = d.drops.packets, out = d.out;
+  const Nanos sojourns = d.sojourn_sum;
+  d.run(5000 * kMs, 15000 * kMs, step, 4, 5);
+  const double drop_rate = static_cast<double>(d.drops.packets - dropped) / static_cast<double>(d.in - in);
+  EXPECT_NEAR(drop_rate, 0.2, 0.01);
+  const double mean_delay_ms = static_cast<double>(d.sojourn_sum - sojourns) / static_cast<double>(d.out - out) / kMs;
+  EXPECT_GT(mean_delay_ms, 12.0);
+  EXPECT_LT(mean_delay_ms, 18.0);
+  EXPECT_TRUE(d.conserved());
+}
+
+TEST(Pie, NeverTakesAGsoFrameWholeAndLimitsDropArrivals) {
+  BufferPool pool;
+  EXPECT_FALSE(pie().takes_whole(gso(pool, 2, 0)));
+  auto q = make("pie", "qdelay_ref=15,max_burst=150,packets=3");
+  EXPECT_FALSE(q->takes_whole(gso(pool, 44, 0)));
+  Drops drops;
+  for (uint16_t id = 1; id <= 5; ++id) q->enqueue(plain(pool, 1000, 0, id), 0, drops);
+  EXPECT_EQ(drops.ids, (std::vector<uint16_t>{4, 5}));
+}
+
 // --- Conservation: in = out + dropped + queued, in wire packets, under a random workload ---
 
 struct Tally {
@@ -494,9 +627,11 @@ TEST(QueueDiscipline, ConservationUnderRandomWorkload) {
       {"drophead", "packets=80,bytes=100000"},
       {"codel", "target=5,interval=100,packets=200"},
       {"codel", "target=0.5,interval=10,bytes=100000"},
+      {"pie", "qdelay_ref=15,max_burst=150,packets=200"},
+      {"pie", "qdelay_ref=1,max_burst=5,bytes=100000"},
   };
   for (const auto& s : setups) {
-    for (uint32_t seed = 1; seed <= 3; ++seed) {
+    for (uint32_t seed = 1; seed <= 2; ++seed) {
       SCOPED_TRACE(s.first + " " + s.second);
       auto q = make(s.first, s.second, seed, s.first == "infinite" ? 3000000 : QueueDiscipline::kMemoryLimit);
       Tally tally;
