@@ -1,0 +1,125 @@
+// `tm-record server`: one data socket and one feedback listener; sessions one after another.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <iostream>
+
+#include "record/config.hh"
+#include "record/control.hh"
+#include "record/handshake.hh"
+#include "record/net.hh"
+#include "record/session.hh"
+#include "record/signals.hh"
+#include "util/error.hh"
+
+namespace tracemod::record {
+namespace {
+
+// Removes the Unix socket file when the server exits.
+struct SocketFile {
+  std::string path;
+  ~SocketFile() {
+    if (!path.empty()) unlink(path.c_str());
+  }
+};
+
+SocketAddress data_address(const ServerConfig& c) {
+  if (!c.listen.empty()) return resolve("--listen", c.listen, c.data_port);
+  SocketAddress any;
+  auto* a = reinterpret_cast<sockaddr_in6*>(&any.storage);
+  a->sin6_family = AF_INET6;  // dual-stack: IPv4 clients arrive as v4-mapped addresses
+  a->sin6_addr = in6addr_any;
+  a->sin6_port = htons(c.data_port);
+  any.length = sizeof *a;
+  return any;
+}
+
+std::string session_prefix(const ServerConfig& c, unsigned n) {
+  return n == 1 ? c.output : c.output + "-" + std::to_string(n);
+}
+
+// Waits for a client; returns an invalid descriptor when a stop signal came first (SIGNAL set).
+FileDescriptor accept_client(int listener, int signal_fd, int* signal) {
+  pollfd fds[2] = {{listener, POLLIN, 0}, {signal_fd, POLLIN, 0}};
+  for (;;) {
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) throw_errno("poll", errno);
+    if ((fds[1].revents & POLLIN) && (*signal = take_signal(signal_fd)) != 0) return FileDescriptor();
+    if (!(fds[0].revents & POLLIN)) continue;
+    const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) return FileDescriptor(fd);
+    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) throw_errno("accept a feedback connection", errno);
+  }
+}
+
+int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal_fd, unsigned n) {
+  const Control first = control.receive(5000, "a new client");
+  const std::string refusal = first.has_hello() ? check_hello(first.hello(), c.token) : "no hello";
+  if (!refusal.empty()) {
+    Control reject;
+    reject.mutable_reject()->set_reason(refusal);
+    control.send(reject);
+    control.drain(1000);
+    std::cerr << "tm-record: refused a client: " << refusal << "\n";
+    return 0;
+  }
+  const Hello& hello = first.hello();
+  SessionSetup s;
+  s.is_server = true;
+  s.session = random_session_id();
+  s.send = hello.record_down();
+  s.send_up = false;
+  s.receive = hello.record_up();
+  s.data_fd = data_fd;
+  s.ip_packet_bytes = hello.ip_packet_bytes();
+  s.duration = hello.duration_ns();
+  s.window = window_from(hello.window());
+  s.max_rate_bps = tighter_cap(c.max_rate_bps, hello.window().max_rate_bps());
+  s.feedback_silence = c.feedback_silence;
+  s.output = session_prefix(c, n);
+  s.quiet = c.quiet;
+  s.signal_fd = signal_fd;
+  Control welcome;
+  welcome.mutable_welcome()->set_session(s.session);
+  control.send(welcome);
+  std::cerr << "tm-record: session " << n << ": recording "
+            << (hello.record_up() && hello.record_down() ? "both directions" : hello.record_up() ? "up" : "down")
+            << " for " << static_cast<double>(s.duration) / 1e9 << " s\n";
+  return run_session(s, control);
+}
+
+}  // namespace
+
+int run_server(const ServerConfig& c) {
+  FileDescriptor signals = block_stop_signals();
+  const SocketAddress data_at = data_address(c);
+  const SocketAddress feedback_at = parse_endpoint(
+      "--feedback", c.feedback.empty() ? ":" + std::to_string(kDefaultFeedbackPort) : c.feedback,
+      c.listen.empty() ? "::" : c.listen);
+  FileDescriptor data = udp_socket(data_at.family(), c.data_dev);
+  check_syscall("bind the data socket to " + data_at.text(), bind(data.get(), data_at.get(), data_at.length));
+  FileDescriptor listener = listen_stream(feedback_at, c.feedback_dev);
+  SocketFile file;
+  if (feedback_at.family() == AF_UNIX) file.path = feedback_at.text();
+  std::cerr << "tm-record: server ready: data on UDP " << data_at.text() << ", feedback on " << feedback_at.text()
+            << std::endl;
+  for (unsigned n = 1;; ++n) {
+    int signal = 0;
+    FileDescriptor client = accept_client(listener.get(), signals.get(), &signal);
+    if (signal) return 128 + signal;
+    ControlStream control(std::move(client));
+    int status = 0;
+    try {
+      status = serve(c, control, data.get(), signals.get(), n);
+    } catch (const Error& e) {
+      std::cerr << "tm-record: session " << n << ": " << e.what() << "\n";
+      status = 1;
+    }
+    if (c.once || status > 128) return status;
+  }
+}
+
+}  // namespace tracemod::record
