@@ -229,6 +229,8 @@ class TraceCursor : public OpportunitySource {
 
  private:
   static constexpr Nanos kNoSkip = std::numeric_limits<Nanos>::min();
+  // Periods must start before this for their times to fit in int64 ns (a trace lasts at most ~2^52 ns).
+  static constexpr Nanos kLastBase = kNever / 2;
 
   Nanos now() const { return base_ + static_cast<Nanos>(ms_) * kMillisecond; }
 
@@ -245,23 +247,27 @@ class TraceCursor : public OpportunitySource {
   }
 
   bool start_period(Nanos skip_until, uint64_t* skipped) {
-    if (started_ && once_) return done_ = true, false;
     if (started_) {
-      if (base_ > kNever - 3 * period_) return done_ = true, false;  // beyond int64 nanoseconds
+      if (once_ || base_ > kLastBase - period_) return end();
       base_ += period_;
     }
     started_ = true;
-    // Period k ends with its last line at base + period: wholly before SKIP_UNTIL while that is earlier.
+    // A period ends with its last line at base + period: wholly before SKIP_UNTIL while that is earlier.
     if (!once_ && skipped && skip_until > base_ + period_) {
       const uint64_t whole = static_cast<uint64_t>((skip_until - 1 - base_) / period_);
       base_ += static_cast<Nanos>(whole) * period_;
       *skipped += whole * per_period_;
-      if (base_ > kNever - 3 * period_) return done_ = true, false;
+      if (base_ > kLastBase) return end();
     }
     pos_ = runs_->data();
     runs_read_ = 0;
     ms_ = 0;
     return true;
+  }
+
+  bool end() {
+    done_ = true;
+    return false;
   }
 
   std::shared_ptr<const std::vector<uint8_t>> runs_;

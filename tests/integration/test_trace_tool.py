@@ -70,6 +70,15 @@ def test_validate_checks_every_file_and_accepts_a_last_line_without_newline(root
     assert r.stderr == f"{bad}:2: decreasing time: 1 after 2\n"
 
 
+def test_stats_of_a_bad_trace_exits_2_with_file_and_line(root, tools, public_tmp):
+    bad = write(public_tmp, "bad", "1\n2\n3\r\n")
+    good = write(public_tmp, "good", "1\n2\n")
+    r = trace_tool(root, tools, "stats", bad, good)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"{bad}:3: CRLF") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.stdout.startswith(f"{good}:\n  duration: 2 ms\n"), r.stdout
+
+
 def make(root, tools, directory, name, *args) -> str:
     path = str(directory / name)
     r = trace_tool(root, tools, "make", *args, "-o", path)

@@ -134,6 +134,13 @@ TEST(TraceCursor, SkipBeforeJumpsManyPeriodsExactly) {
   EXPECT_EQ(take(*c, 3), (std::vector<Nanos>{day + ms(1), day + ms(1), day + ms(4)}));
 }
 
+TEST(TraceCursor, EndsRatherThanOverflowNanoseconds) {
+  const DeliveryTrace t = DeliveryTrace::parse("1\n1\n4\n", "t");
+  auto c = t.cursor(false);
+  c->skip_before(kNever);
+  EXPECT_EQ(c->next(), kNever);
+}
+
 TEST(TraceCursor, SkipBeforeMatchesStepping) {
   const DeliveryTrace t = DeliveryTrace::parse("0\n2\n2\n3\n7\n7\n", "t");
   for (Nanos target : {Nanos{0}, ms(2), ms(7), ms(7) + 1, ms(14), ms(15), ms(100), ms(701) - 1}) {
