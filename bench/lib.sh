@@ -13,6 +13,8 @@
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TM_DELAY=${TM_DELAY:-$BENCH_DIR/../src/frontend/tm-delay}
+# The shell whose throughput is measured, as words ending before its `--`: bench/link puts tm-link here.
+export TMB_MEASURED=${TMB_MEASURED:-"$TM_DELAY 0"}
 PY=${PYTHON:-python3}
 
 # The raw veth pair: its own addresses from the benchmarking range, namespaces named after this process
@@ -167,15 +169,17 @@ serve_and_nest() {
   nest "$levels" "$@"  # no wait for the server: the pid namespace ends it with this shell
 }
 
-# Runs CMD behind LEVELS more `tm-delay 0` shells. The first of them records its $TM_OUTER (an address of
-# the namespace the server runs in) as $TMB_SERVER, for the client at the bottom.
+# Runs CMD behind LEVELS more measured shells (`tm-delay 0` unless TMB_MEASURED says otherwise). The first of
+# them records its $TM_OUTER (an address of the namespace the server runs in) as $TMB_SERVER, for the client
+# at the bottom.
 nest() {
   local levels=$1
   shift
   if ((levels == 0)); then
     "$@"
   else
-    "$TM_DELAY" 0 -- "${LIB[@]}" nested_level $((levels - 1)) "$@"
+    # shellcheck disable=SC2086  # TMB_MEASURED is a word list
+    $TMB_MEASURED -- "${LIB[@]}" nested_level $((levels - 1)) "$@"
   fi
 }
 
