@@ -48,6 +48,7 @@ void PieQueue::update(Nanos t) {
   if (qdelay == 0 && qdelay_old_ == 0) drop_prob_ *= 0.98;  // idle: decay, faster than the controller would
   drop_prob_ = std::clamp(drop_prob_, 0.0, 1.0);
   burst_allowance_ = std::max<Nanos>(0, burst_allowance_ - kUpdateInterval);
+  // Reset after the decrement: a queue that starts after calm has the whole MAX_BURST from its first update.
   const Nanos low = params_.qdelay_ref / 2;
   if (drop_prob_ == 0 && qdelay < low && qdelay_old_ < low) burst_allowance_ = params_.max_burst;
   qdelay_old_ = qdelay;

@@ -53,7 +53,7 @@ std::string describe_limits(const QueueLimits& limits) {
 
 std::string format_ms(Nanos t) {
   std::string s = std::to_string(t / kMillisecond);
-  Nanos frac = t % kMillisecond;
+  const Nanos frac = t % kMillisecond;
   if (frac == 0) return s;
   std::string digits = std::to_string(kMillisecond + frac).substr(1);  // six digits, leading zeros kept
   digits.erase(digits.find_last_not_of('0') + 1);
