@@ -188,3 +188,29 @@ def test_bad_options_exit_2_naming_them(root, tools, args, needle):
     r = root.run(tools.shell("tm-link", *args, cmd=["true"]))
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert needle in r.stderr.splitlines()[0], r.stderr
+
+
+def tcp_queueing_delays(root, tools, public_tmp, queue, args):
+    """Queueing delays (ms) of the uplink's departures during the last 3 s of a 5 s iperf3 upload through a
+    12 Mbit/s tm-link with the given queue, and the packets it dropped."""
+    log = os.path.join(public_tmp, f"{queue}.log")
+    link = tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit", f"--uplink-queue={queue}",
+                       f"--uplink-queue-args={args}", f"--uplink-log={log}",
+                       cmd=sh('exec iperf3 -C cubic -c "$TM_OUTER" -t 5 >/dev/null'))
+    r = root.run(tools.delay("--isolated", 0, cmd=sh('iperf3 -s -1 -D && sleep 0.5 && exec "$@"', *link)), timeout=60)
+    assert r.returncode == 0, r.stderr
+    _, lines = parse_log(log)
+    end = max(float(f[0]) for f in lines)
+    delays = sorted(float(f[3]) for f in lines if f[1] == "-" and float(f[0]) > end - 3000)
+    dropped = sum(int(f[2]) for f in lines if f[1] == "d")
+    return delays, dropped
+
+
+def test_codel_keeps_tcp_queueing_delay_near_target_where_droptail_does_not(root, tools, public_tmp):
+    codel, codel_drops = tcp_queueing_delays(root, tools, public_tmp, "codel", "target=5,interval=100,packets=1000")
+    tail, _ = tcp_queueing_delays(root, tools, public_tmp, "droptail", "packets=1000")
+    p95 = lambda d: d[int(0.95 * (len(d) - 1))]
+    assert codel and tail, "no departures logged"
+    assert codel_drops > 0, "CoDel never dropped under a saturating TCP flow"
+    assert p95(codel) < 40, f"CoDel: p95 queueing delay {p95(codel)} ms"
+    assert p95(tail) > 150, f"drop-tail with 1000 packets: p95 queueing delay only {p95(tail)} ms"
