@@ -22,14 +22,16 @@ void append_row(std::string& out, double t, const LogBin& b, Nanos width) {
 }
 
 // One row per bin at its start (time s, capacity, delivered Mbit/s, max and mean delay ms), and a last row
-// at the end of the last bin so that steps reach it.
+// that ends the last step. The ends are clipped to the first and last event, the x range: gnuplot refuses a
+// plot whose points all lie outside it.
 std::string data_block(const LinkLogStats& s) {
   std::string out = "$bins << EOD\n";
   const auto& bins = s.bins();
-  for (size_t i = 0; i < bins.size(); ++i)
-    append_row(out, seconds((s.first_bin() + static_cast<int64_t>(i)) * s.bin_width()), bins[i], s.bin_width());
-  append_row(out, seconds((s.first_bin() + static_cast<int64_t>(bins.size())) * s.bin_width()), bins.back(),
-             s.bin_width());
+  for (size_t i = 0; i < bins.size(); ++i) {
+    const Nanos start = (s.first_bin() + static_cast<int64_t>(i)) * s.bin_width();
+    append_row(out, seconds(i == 0 ? s.first() : start), bins[i], s.bin_width());
+  }
+  append_row(out, seconds(s.last()), bins.back(), s.bin_width());
   return out + "EOD\n";
 }
 
@@ -84,12 +86,13 @@ std::string plot_script(const LinkLogStats& s, PlotFormat format, const std::str
   append_format(out, "set xrange [%.6f:%.6f]\n", seconds(s.first()), seconds(s.last()));
   out +=
       "set grid\n"
+      "set offsets 0, 0, graph 0.08, 0\n"  // headroom: a saturated link's line would sit on the border
       "set key outside top right horizontal noenhanced\n"
       "set lmargin 10\n"
       "set multiplot layout 2,1 title " +
       gnuplot_quote(title) +
-      " noenhanced\n"
-      "set tmargin 2.5\n" +
+      " font ',13' noenhanced\n"
+      "set tmargin 3\n" +
       throughput_panel(s) + delay_panel(s) + "unset multiplot\n";
   return out;
 }

@@ -1,11 +1,14 @@
 """tm-graph: the summary of a link log in either dialect (Mahimahi's whole milliseconds and 1504-byte
 opportunities, or tracemod's decimals and 1500), its SVG and PNG pictures through gnuplot, input errors with
 FILE:LINE, and a machine without gnuplot."""
+import os
 import re
 import struct
 import xml.etree.ElementTree as ET
 
 import pytest
+
+from conftest import python_script, sh
 
 # What the log below holds, over exactly 1000 ms from its first event to its last: 1000 opportunities (one per
 # ms), 500 departures (every other ms) whose delays run 0..99 ms five times over, and 3 drops.
@@ -82,6 +85,14 @@ def test_svg_and_png_hold_both_plots(root, tools, public_tmp):
     assert len(data) > 10000
 
 
+def test_log_shorter_than_a_bin_is_drawn(root, tools, public_tmp):
+    log = public_tmp / "short.log"
+    log.write_text("# base timestamp: 100.000\n100.500 + 1500\n101.000 # 1500\n101.000 - 1500 0.500\n")
+    r = root.run(tools.tool("tm-graph", log, "--bin", 1000, "--png", public_tmp / "short.png"))
+    assert r.returncode == 0, r.stderr
+    assert "Average capacity: 24.00 Mbits/s\n" in r.stdout
+
+
 BAD_LOGS = [
     ("# base timestamp: 0\n1 # 1500\n\n", 3, "empty line"),
     ("# base timestamp: 0\n1 # 1500\n2 x 1500\n", 3, "unknown event 'x'"),
@@ -142,3 +153,32 @@ def test_help_and_version(root, tools):
     assert r.returncode == 0 and r.stdout.startswith("usage: tm-graph LOG ") and "--png" in r.stdout
     r = root.run(tools.tool("tm-graph", "--version"))
     assert r.returncode == 0 and re.fullmatch(r"tm-graph \(tracemod\) \S+\n", r.stdout)
+
+
+def test_saturated_tm_link_log_shows_the_configured_rate(root, tools, public_tmp):
+    """UDP at twice 12 Mbit/s for 3 s into tm-link's uplink (droptail, 100 packets), received outside."""
+    if not os.path.exists(tools.path("tm-link")):
+        pytest.skip("tm-link is not built")
+    log = public_tmp / "up.log"
+    probe = python_script("link_probe.py")
+    sender = sh('exec "$@" send "$TM_OUTER" 9100 2000 3 1500', *probe)
+    link = tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit", "--uplink-queue=droptail",
+                       "--uplink-queue-args=packets=100", f"--uplink-log={log}", cmd=sender)
+    r = root.run(tools.delay("--isolated", 0, cmd=[*probe, "recv", "9100", "30", "-", *link]), timeout=60)
+    assert r.returncode == 0, r.stderr
+    received = len(r.stdout.splitlines())
+
+    r = root.run(tools.tool("tm-graph", log))
+    assert r.returncode == 0, r.stderr
+    numbers = dict(re.findall(r"^(Average capacity|Average throughput|95th percentile[^:]*|Drops): ([\d.]+)",
+                              r.stdout, re.M))
+    capacity, throughput = float(numbers["Average capacity"]), float(numbers["Average throughput"])
+    assert abs(capacity - 12.0) <= 0.06, r.stdout  # an opportunity every ms, idle or not
+    assert 0.6 * capacity <= throughput <= capacity, r.stdout  # saturated for most of the log
+    # A full 100-packet queue drains in 100 ms at 12 Mbit/s.
+    assert 80 <= float(numbers["95th percentile per-packet queueing delay"]) <= 101, r.stdout
+    drops = re.search(r"^Drops: (\d+) packets, (\d+) bytes$", r.stdout, re.M)
+    dropped, dropped_bytes = int(drops.group(1)), int(drops.group(2))
+    assert dropped > 1000 and 1400 * dropped <= dropped_bytes <= 1500 * dropped, r.stdout  # a few small ND ones
+    departures = sum(1 for line in log.read_text().splitlines() if " - 1500 " in line)  # not the ND packets
+    assert received == departures, f"{received} datagrams received, {departures} departures in the log"

@@ -224,17 +224,16 @@ TEST(LinkLogPlotScript, HoldsBothPanelsAndTheDataInline) {
   const LinkLogStats s = read("# base timestamp: 0\n0 # 1500\n5 - 1500 2\n25 # 1500\n", 10 * kMillisecond);
   const std::string script = plot_script(s, PlotFormat::kSvg, "up \"link\"\\");
   EXPECT_NE(script.find("set terminal svg"), std::string::npos);
-  EXPECT_NE(script.find("title \"up \\\"link\\\"\\\\\" noenhanced"), std::string::npos);
-  // Bins at 0, 10, 20 ms and the end of the last one; 1500 bytes in 10 ms are 1.2 Mbit/s.
+  EXPECT_NE(script.find("set multiplot layout 2,1 title \"up \\\"link\\\"\\\\\""), std::string::npos);
+  // Bins at 0, 10, 20 ms, ending at the last event; 1500 bytes in 10 ms are 1.2 Mbit/s.
   EXPECT_NE(script.find("$bins << EOD\n"
                         "0.000000 1.2000 1.2000 2.000 2.000\n"
                         "0.010000 0.0000 0.0000 NaN NaN\n"
                         "0.020000 1.2000 0.0000 NaN NaN\n"
-                        "0.030000 1.2000 0.0000 NaN NaN\n"
+                        "0.025000 1.2000 0.0000 NaN NaN\n"
                         "EOD\n"),
             std::string::npos)
       << script;
-  EXPECT_NE(script.find("set multiplot layout 2,1"), std::string::npos);
   EXPECT_NE(script.find("ylabel 'throughput (Mbit/s)'"), std::string::npos);
   EXPECT_NE(script.find("ylabel 'queueing delay (ms)'"), std::string::npos);
   EXPECT_NE(plot_script(s, PlotFormat::kPng, "t").find("set terminal pngcairo"), std::string::npos);
