@@ -1,9 +1,11 @@
 #include "analysis/link_log_reader.hh"
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "analysis/text.hh"
 
@@ -200,6 +202,7 @@ LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_
   LinkLogStats stats(bin_width);
   LogEvent event;
   std::string line;
+  errno = 0;  // so that a read error names its own cause
   while (std::getline(in, line)) {
     if (!parser.parse(line, event)) continue;
     try {
@@ -208,7 +211,7 @@ LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_
       parser.fail(e.what());
     }
   }
-  if (in.bad()) throw UsageError(name + ": read error");
+  if (in.bad()) throw UsageError(name + ": read error" + (errno ? std::string(": ") + std::strerror(errno) : ""));
   if (parser.line_number() == 0) throw UsageError(name + ": empty log");
   if (stats.events() == 0) throw UsageError(name + ": no events, only header lines");
   if (stats.last() == stats.first())
