@@ -35,7 +35,14 @@ uint64_t option_rate(const std::string& option, const std::string& text) {
   }
 }
 
-Direction read_direction(const po::variables_map& vm, const std::string& name, uint64_t seed, int stream) {
+LinkLog::Format log_format(const std::string& text) {
+  if (text == "tracemod") return LinkLog::Format::kTracemod;
+  if (text == "mahimahi") return LinkLog::Format::kMahimahi;
+  throw UsageError("invalid --log-format '" + text + "': expected tracemod or mahimahi");
+}
+
+Direction read_direction(const po::variables_map& vm, const std::string& name, uint64_t seed, int stream,
+                         LinkLog::Format format) {
   Direction d;
   d.name = name;
   const std::string path = get(vm, name + "-trace"), rate = get(vm, name + "-rate");
@@ -49,7 +56,8 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
   const std::string queue = vm[name + "-queue"].as<std::string>();
   d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, get(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
-  if (const std::string log = get(vm, name + "-log"); !log.empty()) d.log = std::make_shared<LinkLog>(log);
+  if (const std::string log = get(vm, name + "-log"); !log.empty())
+    d.log = std::make_shared<LinkLog>(log, format);
   return d;
 }
 
@@ -63,9 +71,10 @@ void write_header(const Direction& d, const ShellOptions& shell, uint64_t seed, 
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const LinkLog::Format format = log_format(get(vm, "log-format"));
   auto dirs = std::make_shared<std::array<Direction, 2>>();
-  (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", seed, Ferry::kUplink);
-  (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink);
+  (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", seed, Ferry::kUplink, format);
+  (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink, format);
   const bool once = vm.count("once") > 0;
   if (once && !(*dirs)[0].trace && !(*dirs)[1].trace)
     throw UsageError("--once: both directions have a constant rate, which never ends");
@@ -106,6 +115,7 @@ int main(int argc, char** argv) {
       ("downlink-queue-args", text("ARGS"), "the same, toward the command")                                   //
       ("uplink-log", text("FILE"), "write the uplink's Mahimahi-format log to FILE")                          //
       ("downlink-log", text("FILE"), "write the downlink's log to FILE")                                       //
+      ("log-format", text("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
       ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                //
       ("seed", text("N"), "seed of the queues' random drops (PIE)");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);

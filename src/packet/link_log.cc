@@ -10,7 +10,8 @@
 
 namespace tracemod {
 
-LinkLog::LinkLog(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "we")), buffer_(1 << 20) {
+LinkLog::LinkLog(const std::string& path, Format format)
+    : path_(path), format_(format), f_(std::fopen(path.c_str(), "we")), buffer_(1 << 20) {
   if (!f_) throw UsageError(path + ": cannot open for writing: " + std::strerror(errno));
   std::setvbuf(f_, buffer_.data(), _IOFBF, buffer_.size());
 }
@@ -34,10 +35,11 @@ void LinkLog::put_uint(uint64_t v) {
   std::fwrite(text, 1, static_cast<size_t>(r.ptr - text), f_);
 }
 
-// Milliseconds with three decimals, e.g. 1234.567: what Mahimahi's readers parse as a number.
+// Milliseconds with three decimals, e.g. 1234.567, or whole ones as Mahimahi writes them.
 void LinkLog::put_ms(Nanos t) {
   const uint64_t us = static_cast<uint64_t>(t < 0 ? 0 : t) / 1000;
   put_uint(us / 1000);
+  if (format_ == Format::kMahimahi) return;
   const unsigned frac = static_cast<unsigned>(us % 1000);
   put('.');
   put(static_cast<char>('0' + frac / 100));
@@ -63,14 +65,17 @@ void LinkLog::arrival(Nanos t, uint32_t bytes) {
   put('\n');
 }
 
-void LinkLog::departure(Nanos t, uint32_t bytes, Nanos queued) {
+void LinkLog::departure(Nanos t, uint32_t bytes, Nanos enqueued) {
   line(t, '-', bytes);
   put(' ');
-  put_ms(queued);
+  // In whole milliseconds the delay is the difference of the two logged times, as in Mahimahi.
+  const Nanos whole = kMillisecond;
+  put_ms(format_ == Format::kMahimahi ? (t / whole - enqueued / whole) * whole : t - enqueued);
   put('\n');
 }
 
 void LinkLog::drop(Nanos t, uint32_t packets, uint64_t bytes) {
+  if (format_ == Format::kMahimahi) return;
   line(t, 'd', packets);
   put(' ');
   put_uint(bytes);

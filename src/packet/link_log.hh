@@ -5,6 +5,8 @@
 //   T d PKTS BYTES    packets dropped by the queue (tail, head or AQM)
 // Times are ms of CLOCK_MONOTONIC with microsecond decimals ("1234.567"), the base timestamp too, so logs
 // of both directions and of nested shells share one time base. A GSO super-frame is logged per wire packet.
+// The Mahimahi format writes whole milliseconds and no drop lines, which Mahimahi's own scripts
+// (mm-throughput-graph) insist on.
 #pragma once
 
 #include <cstdio>
@@ -17,8 +19,9 @@ namespace tracemod {
 
 class LinkLog {
  public:
+  enum class Format { kTracemod, kMahimahi };
   // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why").
-  explicit LinkLog(const std::string& path);
+  LinkLog(const std::string& path, Format format);
   ~LinkLog();
   LinkLog(const LinkLog&) = delete;
   LinkLog& operator=(const LinkLog&) = delete;
@@ -27,7 +30,7 @@ class LinkLog {
   void header(const std::vector<std::string>& lines, Nanos base);
   void opportunity(Nanos t);
   void arrival(Nanos t, uint32_t bytes);
-  void departure(Nanos t, uint32_t bytes, Nanos queued);
+  void departure(Nanos t, uint32_t bytes, Nanos enqueued);
   void drop(Nanos t, uint32_t packets, uint64_t bytes);
   const std::string& path() const { return path_; }
 
@@ -38,6 +41,7 @@ class LinkLog {
   void put(char c) { std::putc(c, f_); }
 
   std::string path_;
+  Format format_;
   FILE* f_;
   std::vector<char> buffer_;
 };

@@ -99,7 +99,7 @@ void LinkQueue::depart(Nanos when) {
   transit_.busy = false;
   if (log_) {
     const SegmentShape shape = segment_shape(q.packet);
-    for (uint32_t i = 0; i < q.segments; ++i) log_->departure(when, shape.ip_bytes(i), when - q.enqueued);
+    for (uint32_t i = 0; i < q.segments; ++i) log_->departure(when, shape.ip_bytes(i), q.enqueued);
   }
   stats_.out_packets += q.segments;
   stats_.queued_packets -= q.segments;

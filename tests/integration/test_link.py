@@ -32,10 +32,10 @@ def steady_rate_mbit(packets, skip_s=1.0, window_s=4.0):
     return sum(inside) * 8 / window_s / 1e6
 
 
-def uplink_run(who, tools, link_args, log=None):
+def uplink_run(who, tools, link_args, log=None, seconds=SEND_SECONDS):
     """A saturating UDP sender inside tm-link, its receiver outside; returns (datagrams, result)."""
     probe = python_script("link_probe.py")
-    sender = sh(f'exec "$@" send "$TM_OUTER" 9100 {SATURATE_PPS} {SEND_SECONDS} 1500', *probe)
+    sender = sh(f'exec "$@" send "$TM_OUTER" 9100 {SATURATE_PPS} {seconds} 1500', *probe)
     extra = [f"--uplink-log={log}"] if log else []
     inner = tools.shell("tm-link", *link_args, "--uplink-queue=droptail", "--uplink-queue-args=packets=200",
                         *extra, cmd=sender)
@@ -120,7 +120,31 @@ def test_no_packet_departs_before_its_opportunity_and_the_log_parses(root, tools
     assert arrivals - len(departures) - dropped in range(0, 201)
 
 
-def test_real_lte_trace_carries_tcp(root, tools, public_tmp):
+def test_mahimahi_log_format_satisfies_mahimahis_own_reader(root, tools, public_tmp):
+    # What mm-throughput-graph accepts: integer times and sizes, events + # - only, a base timestamp, and
+    # departures whose delay is neither negative nor earlier than the base.
+    log = os.path.join(public_tmp, "mm.log")
+    uplink_run(root, tools, ["--uplink-rate", "12mbit", "--downlink-rate", "12mbit", "--log-format=mahimahi"], log=log,
+               seconds=2)
+    base = None
+    events = 0
+    with open(log) as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith("#"):
+                m = re.match(r"^# base timestamp: (\d+)$", line.rstrip("\n"))
+                base = int(m.group(1)) if m else base
+                continue
+            fields = line.split()
+            assert base is not None, f"{log}:{n}: an event before the base timestamp"
+            assert fields[0].isdigit() and fields[2].isdigit() and fields[1] in "+#-", f"{log}:{n}: {line!r}"
+            if fields[1] == "-":
+                assert len(fields) == 4 and fields[3].isdigit(), f"{log}:{n}: {line!r}"
+                assert int(fields[0]) - base - int(fields[3]) >= 0, f"{log}:{n}: {line!r}"
+            events += 1
+    assert events > 1000
+
+
+def test_real_lte_traces_carry_traffic_both_ways(root, tools, public_tmp):
     from conftest import SHARED_TRACES
     up = os.path.join(SHARED_TRACES, "Verizon-LTE-short.up")
     down = os.path.join(SHARED_TRACES, "Verizon-LTE-short.down")

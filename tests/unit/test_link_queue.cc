@@ -259,7 +259,7 @@ TEST(LinkQueue, LogsInMahimahiGrammar) {
   ASSERT_GE(fd, 0);
   close(fd);
   {
-    auto log = std::make_shared<LinkLog>(path);
+    auto log = std::make_shared<LinkLog>(path, LinkLog::Format::kTracemod);
     log->header({"test"}, 5 * kMs);
     Link k(every(kMs, 3, kMs), "droptail", "packets=1", log, 5 * kMs);
     k.arrive(kFullPayload, 5 * kMs + 250 * 1000);
@@ -270,6 +270,24 @@ TEST(LinkQueue, LogsInMahimahiGrammar) {
             "# test\n# base timestamp: 5.000\n"
             "5.250 + 1500\n5.250 + 1500\n5.250 d 1 1500\n"
             "6.000 # 1500\n6.000 - 1500 0.750\n7.000 # 1500\n8.000 # 1500\n");
+  std::remove(path);
+}
+
+TEST(LinkQueue, MahimahiLogFormatHasWholeMillisecondsAndNoDropLines) {
+  char path[] = "/tmp/tm-link-log-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    auto log = std::make_shared<LinkLog>(path, LinkLog::Format::kMahimahi);
+    log->header({"test"}, 5 * kMs + 400 * 1000);
+    Link k(every(kMs, 2, kMs), "droptail", "packets=1", log, 5 * kMs + 400 * 1000);
+    k.arrive(kFullPayload, 5 * kMs + 900 * 1000);
+    k.arrive(kFullPayload, 5 * kMs + 900 * 1000);
+    k.run(8 * kMs);
+  }
+  // The delay is the difference of the whole-ms times (6 - 5), as Mahimahi computes it.
+  EXPECT_EQ(slurp(path), "# test\n# base timestamp: 5\n5 + 1500\n5 + 1500\n6 # 1500\n6 - 1500 1\n7 # 1500\n");
   std::remove(path);
 }
 
