@@ -43,6 +43,7 @@ int run_client(const ClientConfig& c) {
   ControlStream control(connect_feedback(feedback_to, c.feedback_dev, c.connect_timeout));
   Control hello;
   *hello.mutable_hello() = make_hello(c);
+  hello.mutable_hello()->set_ipv6(data_to.is_ipv6());
   control.send(hello);
   control.drain(5000);
   const Control answer = control.receive(10000, "the server at " + feedback_to.text());

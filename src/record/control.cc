@@ -75,14 +75,15 @@ void ControlStream::drain(int timeout_ms) {
 Control ControlStream::receive(int timeout_ms, const std::string& what) {
   const Nanos deadline = monotonic_now() + static_cast<Nanos>(timeout_ms) * kMillisecond;
   Control message;
-  while (!next(&message)) {
+  for (bool open = true;;) {
+    if (next(&message)) return message;  // also what came just before the end of the stream
+    if (!open) throw Error(what + ": the connection was closed");
     pollfd p{fd_.get(), POLLIN, 0};
     const Nanos left = deadline - monotonic_now();
     if (left <= 0 || poll(&p, 1, static_cast<int>(left / kMillisecond) + 1) == 0)
       throw Error(what + ": no answer within " + std::to_string(timeout_ms / 1000) + " s");
-    if (!read_some()) throw Error(what + ": the connection was closed");
+    open = read_some();
   }
-  return message;
 }
 
 }  // namespace tracemod::record

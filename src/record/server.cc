@@ -74,6 +74,7 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
   s.send_up = false;
   s.receive = hello.record_up();
   s.data_fd = data_fd;
+  s.data_ipv6 = hello.ipv6();
   s.ip_packet_bytes = hello.ip_packet_bytes();
   s.duration = hello.duration_ns();
   s.window = window_from(hello.window());

@@ -34,6 +34,7 @@ struct Sender {
   WindowControl window;
   RateLimiter limiter;
   uint64_t next_seq = 0, capped = 0, progress_acked = 0;
+  uint64_t seconds = 0, crowded = 0;  // seconds sending; of those, with the queue full at the smallest window
   bool stopped = false, waited_for_cap = false;
   Nanos retry_at = 0;
 };
@@ -86,6 +87,7 @@ class Session {
   void stop_sending(const std::string& why);
   void flush_feedback();
   void progress(Nanos now);
+  void note_crowding();
   void say(const std::string& line) const;
   bool done() const;
   void leave(const std::string& reason);
@@ -113,7 +115,7 @@ Session::Session(const SessionSetup& s, ControlStream& control) : s_(s), control
     o.prefix = s.output;
     o.up = s.is_server;  // the server receives up, the client down
     o.ip_packet_bytes = s.ip_packet_bytes;
-    o.ipv6 = s.data_connected && s.data_ipv6;
+    o.ipv6 = s.data_ipv6;
     o.duration = s.duration;
     o.tool_version = PACKAGE_VERSION;
     recorder_ = std::make_unique<Recorder>(o);
@@ -200,7 +202,11 @@ void Session::tick(Nanos now) {
     control_.send(beat);
     next_heartbeat_ = now + kHeartbeat;
   }
-  if (now >= next_progress_) progress(now), next_progress_ += kSecond;
+  if (now >= next_progress_) {
+    if (sending()) note_crowding();
+    progress(now);
+    next_progress_ += kSecond;
+  }
 }
 
 void Session::send_data(Nanos now) {
@@ -357,6 +363,17 @@ void Session::stop_sending(const std::string& why) {
       "), window " + std::to_string(snd.window.window()) + fmt(", %.1f%% of sends waited for --max-rate", capped));
   if (capped > 5)
     say("warning: --max-rate held the sender back: the trace may show that cap rather than the link");
+  if (snd.seconds >= 3 && snd.crowded * 5 > snd.seconds)
+    say("warning: for " + std::to_string(snd.crowded) + " of " + std::to_string(snd.seconds) +
+        " s the queue stayed above --high-delay with the window at its smallest: other traffic shares the link, "
+        "and the trace holds only the recorder's share");
+}
+
+void Session::note_crowding() {
+  Sender& snd = *sender_;
+  const WindowControl& w = snd.window;
+  ++snd.seconds;
+  if (w.window() == w.params().min_window && w.queueing_delay() > w.params().high_delay) ++snd.crowded;
 }
 
 void Session::leave(const std::string& reason) {

@@ -39,6 +39,7 @@ class WindowControl {
   // When expire() next has something to do (kNever if nothing is in flight).
   Nanos next_expiry() const;
 
+  const WindowParams& params() const { return p_; }
   uint32_t window() const { return window_; }
   uint32_t in_flight() const { return in_flight_; }
   uint64_t acked() const { return acked_; }
