@@ -98,6 +98,21 @@ def lines_of(path):
         return f.read().splitlines()
 
 
+def test_record_feedback_over_tcp_with_both_sockets_bound_to_the_interface(root, tools, public_tmp):
+    srv = public_tmp / "srv"
+    outer = tools.delay("--isolated", 0, cmd=sh(
+        'rec=$1 out=$2; shift 2; "$rec" server --token t --once -q -o "$out" & sleep 0.5; "$@"; st=$?; wait; exit $st',
+        tools.path("tm-record"), srv, *tools.delay(1, cmd=sh(
+            'exec "$1" client --token t --feedback "$TM_OUTER:9474" --data-dev tm0 --feedback-dev tm0 '
+            '--duration 2 --max-rate 5mbit -q "$TM_OUTER"', tools.path("tm-record")))))
+    r = root.run(outer, timeout=40)
+    assert r.returncode == 0, r.stderr
+    trace = assert_valid_trace(f"{srv}.up")
+    # The cap holds the rate: 5 Mbit/s is about 417 packets a second (the first burst and rounding aside).
+    assert 750 <= len(trace) <= 900, f"{len(trace)} packets in 2 s under --max-rate 5mbit"
+    assert "warning: --max-rate held the sender back" in r.stderr, r.stderr
+
+
 def test_record_the_server_refuses_a_wrong_token(root, tools, public_tmp):
     fb = public_tmp / "fb"
     client = tools.delay(1, cmd=sh('exec "$@" "$TM_OUTER"', tools.path("tm-record"), "client", "--token", "wrong",
