@@ -188,5 +188,6 @@ def test_record_acceptance_with_a_competing_tcp_flow(root, tools, public_tmp, ca
     tcp_share = tcp_bytes / 1448 / (1000 * tcp_seconds) if tcp_seconds else 0
     report(capsys, "constant-12mbit + competing TCP", ratio, corr, mine, theirs, offset,
            f"\n    the recorder's share of the link: {100 * ratio:.1f}%; TCP's: about {100 * tcp_share:.1f}% "
-           f"({tcp_bytes / 1e6:.1f} MB in {tcp_seconds:.1f} s); recorder loss {loss_of(stderr):.2f}%")
+           f"({tcp_bytes / 1e6:.1f} MB in {tcp_seconds:.1f} s); recorder loss {loss_of(stderr):.2f}%; the recorder "
+           f"{'warned' if 'other traffic shares the link' in stderr else 'did not warn'} of other traffic")
     assert 0 < ratio <= 1.02
