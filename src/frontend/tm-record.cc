@@ -1,6 +1,5 @@
 // tm-record: record a link's capacity as a Mahimahi trace (server, client), or rebuild one (distill).
 #include <boost/program_options.hpp>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -55,10 +54,14 @@ uint64_t parse_rate(const std::string& option, const std::string& text) {
   const size_t unit = text.find_first_not_of("0123456789.");
   const std::string number = text.substr(0, unit), suffix = unit == std::string::npos ? "" : text.substr(unit);
   double scale = 0;
-  if (suffix == "bit" || (suffix.empty() && number == "0")) scale = 1;
-  else if (suffix == "kbit") scale = 1e3;
-  else if (suffix == "mbit") scale = 1e6;
-  else if (suffix == "gbit") scale = 1e9;
+  if (suffix == "bit" || (suffix.empty() && number == "0"))
+    scale = 1;
+  else if (suffix == "kbit")
+    scale = 1e3;
+  else if (suffix == "mbit")
+    scale = 1e6;
+  else if (suffix == "gbit")
+    scale = 1e9;
   size_t used = 0;
   double v = -1;
   try {
@@ -67,7 +70,8 @@ uint64_t parse_rate(const std::string& option, const std::string& text) {
     used = 0;
   }
   if (scale == 0 || used != number.size() || !(v >= 0) || v * scale > 1e12)
-    throw UsageError("invalid " + option + " '" + text + "': expected a rate such as 50mbit, 800kbit or 1gbit (0: no cap)");
+    throw UsageError("invalid " + option + " '" + text +
+                     "': expected a rate such as 50mbit, 800kbit or 1gbit (0: no cap)");
   return static_cast<uint64_t>(v * scale);
 }
 
@@ -77,44 +81,47 @@ std::string get(const po::variables_map& vm, const char* name) {
 
 po::options_description common_options() {
   po::options_description d("Options of server and client");
-  d.add_options()                                                                                     //
+  d.add_options()                                                                                               //
       ("token", po::value<std::string>()->value_name("T"), "shared secret (or TM_RECORD_TOKEN, --token-file)")  //
-      ("token-file", po::value<std::string>()->value_name("FILE"), "read the shared secret from FILE")         //
+      ("token-file", po::value<std::string>()->value_name("FILE"), "read the shared secret from FILE")          //
       ("output,o", po::value<std::string>()->value_name("PREFIX"),
-       "write PREFIX.up / PREFIX.down and PREFIX.*.raw (default tm-record)")  //
+       "write PREFIX.up / PREFIX.down and PREFIX.*.raw (default tm-record)")                                      //
       ("data-dev", po::value<std::string>()->value_name("IFACE"), "send and receive data packets only on IFACE")  //
-      ("feedback-dev", po::value<std::string>()->value_name("IFACE"), "carry feedback only on IFACE")            //
+      ("feedback-dev", po::value<std::string>()->value_name("IFACE"), "carry feedback only on IFACE")             //
       ("data-port", po::value<std::string>()->value_name("PORT"), "UDP port of the server's data socket (9473)")  //
       ("feedback", po::value<std::string>()->value_name("ADDR"),
        "feedback path: HOST:PORT, [IPV6]:PORT or /unix/socket (client default SERVER:9474, server :9474)")  //
-      ("max-rate", po::value<std::string>()->value_name("RATE"), "never send faster than RATE (default 100mbit; 0: no cap)")  //
-      ("feedback-timeout", po::value<std::string>()->value_name("S"), "stop sending after S seconds without feedback (3)")  //
-      ("quiet,q", "no progress lines")                                                                //
-      ("help,h", "show this help and exit")                                                           //
+      ("max-rate", po::value<std::string>()->value_name("RATE"),
+       "never send faster than RATE (default 100mbit; 0: no cap)")  //
+      ("feedback-timeout", po::value<std::string>()->value_name("S"),
+       "stop sending after S seconds without feedback (3)")  //
+      ("quiet,q", "no progress lines")                       //
+      ("help,h", "show this help and exit")                  //
       ("version", "show the version and exit");
   return d;
 }
 
 po::options_description client_options() {
   po::options_description d("Options of client");
-  d.add_options()                                                                                    //
+  d.add_options()                                                                                                //
       ("direction", po::value<std::string>()->value_name("DIR"), "up (default), down, or both (cellular only)")  //
       ("duration", po::value<std::string>()->value_name("S"), "seconds to record, from the first arrival (30)")  //
-      ("packet-size", po::value<std::string>()->value_name("B"), "IP packet bytes (1500 = one opportunity)")    //
+      ("packet-size", po::value<std::string>()->value_name("B"), "IP packet bytes (1500 = one opportunity)")     //
       ("profile", po::value<std::string>()->value_name("P"), "window defaults: wifi (default) or lte")           //
-      ("low-delay", po::value<std::string>()->value_name("MS"), "grow the window below this queueing delay")    //
-      ("high-delay", po::value<std::string>()->value_name("MS"), "shrink it above this one")                    //
-      ("min-window", po::value<std::string>()->value_name("N"), "packets")                                      //
-      ("max-window", po::value<std::string>()->value_name("N"), "packets")                                      //
-      ("initial-window", po::value<std::string>()->value_name("N"), "packets")                                  //
-      ("loss-timeout", po::value<std::string>()->value_name("MS"), "floor of the time after which an unacknowledged packet is lost")  //
+      ("low-delay", po::value<std::string>()->value_name("MS"), "grow the window below this queueing delay")     //
+      ("high-delay", po::value<std::string>()->value_name("MS"), "shrink it above this one")                     //
+      ("min-window", po::value<std::string>()->value_name("N"), "packets")                                       //
+      ("max-window", po::value<std::string>()->value_name("N"), "packets")                                       //
+      ("initial-window", po::value<std::string>()->value_name("N"), "packets")                                   //
+      ("loss-timeout", po::value<std::string>()->value_name("MS"),
+       "floor of the time after which an unacknowledged packet is lost")  //
       ("server", po::value<std::string>()->value_name("SERVER"), "the server's data address");
   return d;
 }
 
 po::options_description server_options() {
   po::options_description d("Options of server");
-  d.add_options()                                                                             //
+  d.add_options()                                                                                              //
       ("listen", po::value<std::string>()->value_name("ADDR"), "bind the data socket to ADDR (default: all)")  //
       ("once", "exit after one session");
   return d;
@@ -143,15 +150,19 @@ void fill_common(const po::variables_map& vm, rec::CommonConfig& c) {
 uint32_t count(const po::variables_map& vm, const char* name, uint32_t low, uint32_t high, uint32_t fallback) {
   if (!vm.count(name)) return fallback;
   const double v = parse_number(std::string("--") + name, get(vm, name), low, high, "a whole number");
-  if (v != std::floor(v)) throw UsageError(std::string("invalid --") + name + " '" + get(vm, name) + "': expected a whole number");
+  if (v != std::floor(v))
+    throw UsageError(std::string("invalid --") + name + " '" + get(vm, name) + "': expected a whole number");
   return static_cast<uint32_t>(v);
 }
 
 void fill_window(const po::variables_map& vm, rec::WindowParams& w) {
   const std::string profile = vm.count("profile") ? get(vm, "profile") : "wifi";
-  if (profile == "lte") w = rec::lte_window();
-  else if (profile == "wifi") w = rec::wifi_window();
-  else throw UsageError("invalid --profile '" + profile + "': expected wifi or lte");
+  if (profile == "lte")
+    w = rec::lte_window();
+  else if (profile == "wifi")
+    w = rec::wifi_window();
+  else
+    throw UsageError("invalid --profile '" + profile + "': expected wifi or lte");
   if (vm.count("low-delay")) w.low_delay = millis("--low-delay", get(vm, "low-delay"));
   if (vm.count("high-delay")) w.high_delay = millis("--high-delay", get(vm, "high-delay"));
   if (w.low_delay > w.high_delay) throw UsageError("invalid --low-delay: it is above --high-delay");
@@ -175,7 +186,8 @@ int client(const po::variables_map& vm) {
   c.up = dir != "down";
   c.down = dir != "up";
   if (vm.count("duration"))
-    c.duration = static_cast<tracemod::Nanos>(parse_number("--duration", get(vm, "duration"), 1, 86400, "seconds") * 1e9);
+    c.duration =
+        static_cast<tracemod::Nanos>(parse_number("--duration", get(vm, "duration"), 1, 86400, "seconds") * 1e9);
   c.ip_packet_bytes = count(vm, "packet-size", 128, 9000, 1500);
   fill_window(vm, c.window);
   return rec::run_client(c);

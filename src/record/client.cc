@@ -70,9 +70,12 @@ int run_client(const ClientConfig& c) {
   s.quiet = c.quiet;
   s.signal_fd = signals.get();
   if (!c.quiet)
-    std::cerr << "tm-record: recording " << (c.up && c.down ? "both directions" : c.up ? "up" : "down") << " for "
-              << static_cast<double>(c.duration) / 1e9 << " s: data to " << data_to.text() << ", feedback via "
-              << feedback_to.text() << "\n";
+    std::cerr << "tm-record: recording "
+              << (c.up && c.down ? "both directions"
+                  : c.up         ? "up"
+                                 : "down")
+              << " for " << static_cast<double>(c.duration) / 1e9 << " s: data to " << data_to.text()
+              << ", feedback via " << feedback_to.text() << "\n";
   return run_session(s, control);
 }
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <utility>
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "record/raw_record.hh"
 #include "record/recorder.hh"

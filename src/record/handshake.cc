@@ -61,7 +61,9 @@ WindowParams window_from(const WindowSettings& w) {
   return p;
 }
 
-uint64_t tighter_cap(uint64_t a, uint64_t b) { return a == 0 ? b : b == 0 ? a : std::min(a, b); }
+uint64_t tighter_cap(uint64_t a, uint64_t b) {
+  return a == 0 ? b : b == 0 ? a : std::min(a, b);
+}
 
 uint64_t random_session_id() {
   // A nonce against stray packets, not an experiment's random choice: no --seed.

@@ -118,8 +118,8 @@ FileDescriptor udp_socket(int family, const std::string& device) {
 }
 
 FileDescriptor connect_stream(const SocketAddress& to, const std::string& device, int timeout_ms) {
-  FileDescriptor fd(static_cast<int>(check_syscall(
-      "create the feedback socket", socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0))));
+  FileDescriptor fd(static_cast<int>(
+      check_syscall("create the feedback socket", socket(to.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0))));
   if (to.family() != AF_UNIX) {
     bind_to_device(fd.get(), device, "feedback");
     const int one = 1;
@@ -138,8 +138,8 @@ FileDescriptor connect_stream(const SocketAddress& to, const std::string& device
 }
 
 FileDescriptor listen_stream(const SocketAddress& at, const std::string& device) {
-  FileDescriptor fd(static_cast<int>(check_syscall(
-      "create the feedback socket", socket(at.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0))));
+  FileDescriptor fd(static_cast<int>(
+      check_syscall("create the feedback socket", socket(at.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0))));
   const int one = 1;
   if (at.family() == AF_UNIX) {
     const char* path = reinterpret_cast<const sockaddr_un*>(&at.storage)->sun_path;

@@ -26,15 +26,18 @@ class RateLimiter {
     if (limited()) tokens_ -= bytes;
   }
   // When BYTES will be allowed.
-  Nanos ready_at(uint32_t bytes, Nanos now) {
+  Nanos ready_at(uint32_t bytes, Nanos now) const {
     if (!limited()) return now;
-    refill(now);
-    return tokens_ >= bytes ? now : now + static_cast<Nanos>((bytes - tokens_) / rate_) + 1;
+    const double tokens = at(now);
+    return tokens >= bytes ? now : now + static_cast<Nanos>((bytes - tokens) / rate_) + 1;
   }
 
  private:
+  double at(Nanos now) const {
+    return now > last_ ? std::min(burst_, tokens_ + static_cast<double>(now - last_) * rate_) : tokens_;
+  }
   void refill(Nanos now) {
-    if (now > last_) tokens_ = std::min(burst_, tokens_ + static_cast<double>(now - last_) * rate_);
+    tokens_ = at(now);
     last_ = std::max(last_, now);
   }
   double rate_;  // bytes per ns

@@ -1,14 +1,14 @@
 #include "record/raw_record.hh"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <utility>
 #include <cstring>
-#include <fcntl.h>
-#include <unistd.h>
+#include <utility>
 
 #include "record/delimited.hh"
 #include "util/error.hh"

@@ -14,7 +14,8 @@ void DelayHistogram::add(Nanos d) {
 
 Nanos DelayHistogram::percentile(double p) const {
   if (count_ == 0) return 0;
-  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_))));
+  const uint64_t rank =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_))));
   uint64_t seen = 0;
   for (size_t i = 0; i < kBins; ++i) {
     seen += (*bins_)[i];

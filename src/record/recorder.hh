@@ -47,11 +47,11 @@ class ArrivalStats {
 };
 
 struct RecorderOptions {
-  std::string prefix;     // writes PREFIX.up / PREFIX.down and the same with .raw
+  std::string prefix;  // writes PREFIX.up / PREFIX.down and the same with .raw
   bool up = true;
   uint32_t ip_packet_bytes = 1500;
   bool ipv6 = false;
-  Nanos duration = 0;     // from the first arrival; 0 = until stopped
+  Nanos duration = 0;  // from the first arrival; 0 = until stopped
   std::string tool_version;
 };
 

@@ -87,7 +87,9 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
   welcome.mutable_welcome()->set_session(s.session);
   control.send(welcome);
   std::cerr << "tm-record: session " << n << ": recording "
-            << (hello.record_up() && hello.record_down() ? "both directions" : hello.record_up() ? "up" : "down")
+            << (hello.record_up() && hello.record_down() ? "both directions"
+                : hello.record_up()                      ? "up"
+                                                         : "down")
             << " for " << static_cast<double>(s.duration) / 1e9 << " s\n";
   return run_session(s, control);
 }
@@ -97,9 +99,9 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
 int run_server(const ServerConfig& c) {
   FileDescriptor signals = block_stop_signals();
   const SocketAddress data_at = data_address(c);
-  const SocketAddress feedback_at = parse_endpoint(
-      "--feedback", c.feedback.empty() ? ":" + std::to_string(kDefaultFeedbackPort) : c.feedback,
-      c.listen.empty() ? "::" : c.listen);
+  const SocketAddress feedback_at =
+      parse_endpoint("--feedback", c.feedback.empty() ? ":" + std::to_string(kDefaultFeedbackPort) : c.feedback,
+                     c.listen.empty() ? "::" : c.listen);
   FileDescriptor data = udp_socket(data_at.family(), c.data_dev);
   check_syscall("bind the data socket to " + data_at.text(), bind(data.get(), data_at.get(), data_at.length));
   FileDescriptor listener = listen_stream(feedback_at, c.feedback_dev);

@@ -2,7 +2,6 @@
 
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "config.h"
+#include "record/signals.hh"
 #include "record/wire.hh"
 #include "util/error.hh"
 
@@ -128,7 +128,9 @@ void Session::say(const std::string& line) const {
   std::cerr << "tm-record: " << line << std::endl;
 }
 
-bool Session::done() const { return ended_ || (!sending() && !recording()); }
+bool Session::done() const {
+  return ended_ || (!sending() && !recording());
+}
 
 int Session::run() {
   start_ = last_heard_ = next_heartbeat_ = next_probe_ = monotonic_now();
@@ -144,14 +146,11 @@ int Session::run() {
     const timespec ts{static_cast<time_t>(wait / kSecond), static_cast<long>(wait % kSecond)};
     if (ppoll(fds, 3, &ts, nullptr) < 0 && errno != EINTR) throw_errno("ppoll", errno);
     now = monotonic_now();
-    if (fds[2].revents & POLLIN) {
-      signalfd_siginfo info;
-      if (read(s_.signal_fd, &info, sizeof info) == sizeof info) {
-        status_ = 128 + static_cast<int>(info.ssi_signo);
-        finish_recording("interrupted");
-        leave("interrupted");
-        break;
-      }
+    if (const int signal = (fds[2].revents & POLLIN) ? take_signal(s_.signal_fd) : 0) {
+      status_ = 128 + signal;
+      finish_recording("interrupted");
+      leave("interrupted");
+      break;
     }
     if (fds[0].revents & POLLIN) receive_data();
     if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) read_control(now);
@@ -167,9 +166,10 @@ Nanos Session::next_deadline(Nanos now) const {
   Nanos t = std::min({next_heartbeat_, next_progress_, now + kSecond});
   if (sending()) {
     t = std::min({t, sender_->window.next_expiry(), last_heard_ + s_.feedback_silence});
-    if (sender_->retry_at > now) t = std::min(t, sender_->retry_at);
+    if (sender_->retry_at > now)
+      t = std::min(t, sender_->retry_at);
     else if (sender_->window.can_send() && (have_peer_ || s_.data_connected))
-      t = std::min(t, const_cast<Sender&>(*sender_).limiter.ready_at(s_.ip_packet_bytes, now));
+      t = std::min(t, sender_->limiter.ready_at(s_.ip_packet_bytes, now));
   }
   if (recording()) t = std::min(t, recorder_->started() ? recorder_->end_time() : start_ + kFirstDataWithin);
   if (s_.probe) t = std::min(t, next_probe_);
@@ -258,6 +258,7 @@ void Session::send_probe() {
 }
 
 void Session::receive_data() {
+  // Static: 590 KiB is too much for the stack, and one session runs at a time.
   static uint8_t bufs[kBatch][kMaxDatagram];
   static char controls[kBatch][CMSG_SPACE(sizeof(timespec)) + 64];
   sockaddr_storage from[kBatch];
@@ -361,8 +362,7 @@ void Session::stop_sending(const std::string& why) {
   const double capped = sent > 0 ? 100.0 * static_cast<double>(snd.capped) / sent : 0;
   say(std::string(s_.send_up ? "up" : "down") + ": sent " + std::to_string(snd.next_seq) + " packets (" + why +
       "), window " + std::to_string(snd.window.window()) + fmt(", %.1f%% of sends waited for --max-rate", capped));
-  if (capped > 5)
-    say("warning: --max-rate held the sender back: the trace may show that cap rather than the link");
+  if (capped > 5) say("warning: --max-rate held the sender back: the trace may show that cap rather than the link");
   if (snd.seconds >= 3 && snd.crowded * 5 > snd.seconds)
     say("warning: for " + std::to_string(snd.crowded) + " of " + std::to_string(snd.seconds) +
         " s the queue stayed above --high-delay with the window at its smallest: other traffic shares the link, "
@@ -396,7 +396,8 @@ void Session::progress(Nanos now) {
     const double total = static_cast<double>(snd.window.acked() + snd.window.lost());
     line += std::string(s_.send_up ? "up" : "down") +
             fmt(" sending %5.1f s %7.2f Mbit/s loss %.2f%% ", static_cast<double>(now - start_) / 1e9,
-                acked * s_.ip_packet_bytes * 8 / 1e6, total > 0 ? 100 * static_cast<double>(snd.window.lost()) / total : 0) +
+                acked * s_.ip_packet_bytes * 8 / 1e6,
+                total > 0 ? 100 * static_cast<double>(snd.window.lost()) / total : 0) +
             "window " + std::to_string(snd.window.window()) +
             fmt(" qdelay %.1f ms", static_cast<double>(snd.window.queueing_delay()) / 1e6);
   }
@@ -406,8 +407,8 @@ void Session::progress(Nanos now) {
     progress_packets_ = st.packets();
     if (!line.empty()) line += " | ";
     line += std::string(s_.is_server ? "up" : "down") +
-            fmt(" recording %5.1f s %7.2f Mbit/s loss %.2f%% qdelay %.1f ms", static_cast<double>(now - st.first()) / 1e9,
-                got * s_.ip_packet_bytes * 8 / 1e6,
+            fmt(" recording %5.1f s %7.2f Mbit/s loss %.2f%% qdelay %.1f ms",
+                static_cast<double>(now - st.first()) / 1e9, got * s_.ip_packet_bytes * 8 / 1e6,
                 st.expected() ? 100 * static_cast<double>(st.lost()) / static_cast<double>(st.expected()) : 0,
                 static_cast<double>(st.queueing_delay()) / 1e6);
   }

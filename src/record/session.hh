@@ -21,9 +21,9 @@ struct SessionSetup {
   bool send = false, receive = false;  // this side's roles
   bool send_up = true;                 // direction this side sends (the client sends up)
   int data_fd = -1;
-  bool data_connected = false;         // client: connected UDP socket; server: learns the peer
-  bool data_ipv6 = false;              // the data path is IPv6 (the server learns it from the hello)
-  bool probe = false;                  // client receiving downlink: tell the server where we are
+  bool data_connected = false;  // client: connected UDP socket; server: learns the peer
+  bool data_ipv6 = false;       // the data path is IPv6 (the server learns it from the hello)
+  bool probe = false;           // client receiving downlink: tell the server where we are
   uint32_t ip_packet_bytes = 1500;
   Nanos duration = 0;
   WindowParams window;

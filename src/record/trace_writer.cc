@@ -1,10 +1,11 @@
 #include "record/trace_writer.hh"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
-#include <utility>
 #include <cstdio>
-#include <unistd.h>
+#include <utility>
 
 #include "util/error.hh"
 

@@ -86,12 +86,16 @@ void WindowControl::mark_lost(Sent& s) {
 }
 
 void WindowControl::trim() {
-    while (!sent_.empty() && sent_.front().state != State::kInFlight) sent_.pop_front();
+  while (!sent_.empty() && sent_.front().state != State::kInFlight) sent_.pop_front();
 }
 
-Nanos WindowControl::loss_deadline() const { return std::max(p_.loss_timeout, 2 * std::max(max_rtt_, prev_max_rtt_)); }
+Nanos WindowControl::loss_deadline() const {
+  return std::max(p_.loss_timeout, 2 * std::max(max_rtt_, prev_max_rtt_));
+}
 
-Nanos WindowControl::next_expiry() const { return sent_.empty() ? kNever : sent_.front().time + loss_deadline(); }
+Nanos WindowControl::next_expiry() const {
+  return sent_.empty() ? kNever : sent_.front().time + loss_deadline();
+}
 
 uint64_t WindowControl::expire(Nanos now) {
   uint64_t n = 0;

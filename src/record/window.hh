@@ -43,7 +43,7 @@ class WindowControl {
   uint32_t window() const { return window_; }
   uint32_t in_flight() const { return in_flight_; }
   uint64_t acked() const { return acked_; }
-  uint64_t lost() const { return lost_; }     // declared lost and never acknowledged since
+  uint64_t lost() const { return lost_; }  // declared lost and never acknowledged since
   Nanos queueing_delay() const { return last_qdelay_; }
   Nanos loss_deadline() const;
 
@@ -66,7 +66,7 @@ class WindowControl {
   uint32_t window_;
   uint32_t in_flight_ = 0;
   uint64_t acked_ = 0, lost_ = 0;
-  std::deque<Sent> sent_;  // in sequence order; the front is the oldest not yet trimmed
+  std::deque<Sent> sent_;               // in sequence order; the front is the oldest not yet trimmed
   std::deque<uint64_t> recently_lost_;  // ascending; a late acknowledgement of one undoes its loss
   static constexpr size_t kRememberLost = 4096;
   bool have_min_ = false;

@@ -21,13 +21,15 @@ struct DataHeader {
 
 constexpr size_t kHeaderBytes = 4 + 1 + 1 + 8 + 8 + 8;
 constexpr size_t kIpv4Overhead = 20 + 8, kIpv6Overhead = 40 + 8;  // IP and UDP headers
-constexpr uint32_t kDefaultIpPacket = 1500;  // one Mahimahi opportunity
+constexpr uint32_t kDefaultIpPacket = 1500;                       // one Mahimahi opportunity
 
 void encode(const DataHeader& h, uint8_t* out);
 // The header of a tracemod data packet, or nothing if BUF is not one.
 std::optional<DataHeader> decode(const uint8_t* buf, size_t len);
 
 // UDP payload bytes that make an IP packet of IP_BYTES.
-inline size_t udp_payload(uint32_t ip_bytes, bool ipv6) { return ip_bytes - (ipv6 ? kIpv6Overhead : kIpv4Overhead); }
+inline size_t udp_payload(uint32_t ip_bytes, bool ipv6) {
+  return ip_bytes - (ipv6 ? kIpv6Overhead : kIpv4Overhead);
+}
 
 }  // namespace tracemod::record

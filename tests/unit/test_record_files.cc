@@ -43,7 +43,9 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
 
 TEST(RecordTrace, MillisecondsFromTheFirstArrivalWithALastLineOfAtLeastOne) {
   TempDir dir;
@@ -67,7 +69,9 @@ TEST(RecordTrace, NothingArrivedMeansNoTraceAndNoLeftovers) {
     TraceWriter t(dir / "empty.up");
     EXPECT_FALSE(t.finish());
   }
-  { TraceWriter abandoned(dir / "abandoned.up"); }
+  {
+    TraceWriter abandoned(dir / "abandoned.up");
+  }
   EXPECT_FALSE(exists(dir / "empty.up"));
   EXPECT_FALSE(exists(dir / "empty.up.part"));
   EXPECT_FALSE(exists(dir / "abandoned.up.part"));
@@ -101,7 +105,7 @@ struct Arrival {
 
 // Seq 2 and 3 go missing, 3 turns up late; 6 never comes; one-way delay 10 ms + queueing.
 const std::vector<Arrival> kArrivals = {
-    {0, 0, 10 * kMs},          {1, 1 * kMs, 11 * kMs},   {4, 4 * kMs, 16 * kMs},
+    {0, 0, 10 * kMs},           {1, 1 * kMs, 11 * kMs},   {4, 4 * kMs, 16 * kMs},
     {3, 3 * kMs, 16 * kMs + 1}, {5, 5 * kMs, 1017 * kMs}, {7, 7 * kMs, 1020 * kMs},
 };
 

@@ -143,12 +143,15 @@ struct Sim {
       }
       window.expire(now);
       while (window.can_send()) {
-        if (link.queue.size() < link.capacity) link.queue.push_back({seq, now});
-        else ++link.drops;
+        if (link.queue.size() < link.capacity)
+          link.queue.push_back({seq, now});
+        else
+          ++link.drops;
         window.on_sent(seq++, now);
       }
       while (next_opportunity <= now) {
-        if (link.queue.empty()) link.idle += next_opportunity >= warmup;
+        if (link.queue.empty())
+          link.idle += next_opportunity >= warmup;
         else {
           acks.push_back({now + kMs, link.queue.front().first, link.queue.front().second, now});
           link.queue.pop_front();
