@@ -9,7 +9,7 @@ differ least from the recording's (sum of absolute differences). With that offse
   - shape: Pearson correlation of the 30 per-second counts: at least 0.98. A constant trace has the same count
     every second (give or take one, by rounding), so a correlation is undefined or meaningless there: each
     second must then be within 2% of T instead.
-Root only (one unprivileged short recording is in test_record.py). Each case takes 30 s plus start-up; the
+Root only, but for one 5 s recording as the unprivileged user. Each case takes 30 s plus start-up; the
 figures are printed whether the case passes or not."""
 import bisect
 import math
@@ -73,18 +73,19 @@ def correlation(a, b):
     return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / math.sqrt(va * vb)
 
 
-def compare(reference, recorded):
+def compare(reference, recorded, duration=None):
     """(ratio of totals, correlation, recorded per-second, reference per-second, offset ms)."""
-    ref = looped(reference, SEARCH_MS + DURATION * 1000 + 1000)
-    mine = per_second(recorded, 0, DURATION)
+    duration = duration or DURATION
+    ref = looped(reference, SEARCH_MS + duration * 1000 + 1000)
+    mine = per_second(recorded, 0, duration)
     best = None
     for offset in range(SEARCH_MS):
-        theirs = per_second(ref, offset, DURATION)
+        theirs = per_second(ref, offset, duration)
         err = sum(abs(x - y) for x, y in zip(mine, theirs))
         if best is None or err < best[0]:
             best = (err, offset, theirs)
     _, offset, theirs = best
-    total = bisect.bisect_left(ref, offset + DURATION * 1000) - bisect.bisect_left(ref, offset)
+    total = bisect.bisect_left(ref, offset + duration * 1000) - bisect.bisect_left(ref, offset)
     # A constant link's seconds differ by rounding alone (999 or 1000): no shape to correlate with.
     constant = max(theirs) - min(theirs) <= 1
     return len(recorded) / total, float("nan") if constant else correlation(mine, theirs), mine, theirs, offset
@@ -104,15 +105,15 @@ TCP_SOURCE = ("import socket,sys,time; c=socket.create_connection((sys.argv[1],9
               "end=time.monotonic()+float(sys.argv[2])\nwhile time.monotonic()<end: c.sendall(b)\nc.close()")
 
 
-def record(root, tools, tmp, trace, *, loss=None, competing=False):
-    """Records the uplink of `tm-link TRACE TRACE` (droptail 1000 packets); returns the tool's stderr."""
+def record(who, tools, tmp, trace, *, loss=None, competing=False, duration=DURATION):
+    """Records the uplink of `tm-link TRACE TRACE` (droptail 1000 packets) as WHO; returns the tools' stderr."""
     fb, out, tcp = tmp / "fb", tmp / "rec", tmp / "tcp"
     client = sh('exec "$@" "$REC_SERVER"', tools.path("tm-record"), "client", "--token", TOKEN, "--feedback", fb,
-                "--duration", DURATION, "-q", "-o", tmp / "client")
+                "--duration", duration, "-q", "-o", tmp / "client")
     if loss is not None:
         client = tools.loss("--seed", 1, "uplink", loss, cmd=client)
     inside = sh('export REC_SERVER="$TM_OUTER"; ' +
-                (f'python3 -c "$1" "$TM_OUTER" {DURATION + 5} & ' if competing else "") +
+                (f'python3 -c "$1" "$TM_OUTER" {duration + 5} & ' if competing else "") +
                 'shift; exec "$@"', TCP_SOURCE, *client)
     link = tools.shell("tm-link", trace, trace, *QUEUE, cmd=inside)
     outer = sh('rec=$1 fb=$2 out=$3 sink=$4 tcp=$5; shift 5; '
@@ -120,7 +121,7 @@ def record(root, tools, tmp, trace, *, loss=None, competing=False):
                + ('python3 -c "$sink" "$tcp" & ' if competing else "") +
                'while [ ! -S "$fb" ]; do sleep 0.02; done; "$@"; st=$?; wait; exit $st',
                tools.path("tm-record"), fb, out, TCP_SINK, tcp, *link)
-    r = root.run(tools.delay("--isolated", 0, cmd=outer), timeout=DURATION + 40)
+    r = who.run(tools.delay("--isolated", 0, cmd=outer), timeout=duration + 40)
     assert r.returncode == 0, r.stderr
     return r.stderr
 
@@ -191,3 +192,11 @@ def test_record_acceptance_with_a_competing_tcp_flow(root, tools, public_tmp, ca
            f"({tcp_bytes / 1e6:.1f} MB in {tcp_seconds:.1f} s); recorder loss {loss_of(stderr):.2f}%; the recorder "
            f"{'warned' if 'other traffic shares the link' in stderr else 'did not warn'} of other traffic")
     assert 0 < ratio <= 1.02
+
+
+def test_record_acceptance_briefly_as_the_unprivileged_user(user, tools, public_tmp, capsys):
+    trace = write_trace(public_tmp / "c12.trace", constant_trace(12, 1))
+    record(user, tools, public_tmp, trace, duration=5)
+    ratio, corr, mine, theirs, offset = compare(read_trace(trace), read_trace(public_tmp / "rec.up"), 5)
+    report(capsys, "constant-12mbit, 5 s as the unprivileged user", ratio, corr, mine, theirs, offset)
+    assert_matches(ratio, corr, mine, theirs)
