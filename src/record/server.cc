@@ -55,6 +55,8 @@ FileDescriptor accept_client(int listener, int signal_fd, int* signal) {
   }
 }
 
+constexpr int kRefused = -1;  // not a session: a --once server keeps waiting for its client
+
 int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal_fd, unsigned n) {
   const Control first = control.receive(5000, "a new client");
   const std::string refusal = first.has_hello() ? check_hello(first.hello(), c.token) : "no hello";
@@ -64,7 +66,7 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
     control.send(reject);
     control.drain(1000);
     std::cerr << "tm-record: refused a client: " << refusal << "\n";
-    return 0;
+    return kRefused;
   }
   const Hello& hello = first.hello();
   SessionSetup s;
@@ -109,7 +111,7 @@ int run_server(const ServerConfig& c) {
   if (feedback_at.family() == AF_UNIX) file.path = feedback_at.text();
   std::cerr << "tm-record: server ready: data on UDP " << data_at.text() << ", feedback on " << feedback_at.text()
             << std::endl;
-  for (unsigned n = 1;; ++n) {
+  for (unsigned n = 1;;) {
     int signal = 0;
     FileDescriptor client = accept_client(listener.get(), signals.get(), &signal);
     if (signal) return 128 + signal;
@@ -121,7 +123,9 @@ int run_server(const ServerConfig& c) {
       std::cerr << "tm-record: session " << n << ": " << e.what() << "\n";
       status = 1;
     }
+    if (status == kRefused) continue;
     if (c.once || status > 128) return status;
+    ++n;
   }
 }
 

@@ -48,11 +48,13 @@ def test_record_help_and_version(root, tools, args):
     assert r.stdout.startswith(expected)
 
 
-def server_then(tools, fb, out, *then, extra=()):
-    """`tm-delay --isolated 0` running a tm-record server (feedback on the Unix socket FB) and then THEN."""
+def server_then(tools, fb, out, *then, stop=False):
+    """`tm-delay --isolated 0` running a tm-record server (feedback on the Unix socket FB) and then THEN; with
+    STOP, the server gets SIGTERM once THEN is done (a refused client does not end a --once server)."""
     return tools.delay("--isolated", 0, cmd=sh(
         'rec=$1 fb=$2 out=$3; shift 3; "$rec" server --token "$TM_RECORD_TOKEN" --feedback "$fb" --once -o "$out" '
-        f'{" ".join(extra)} & while [ ! -S "$fb" ]; do sleep 0.02; done; "$@"; st=$?; wait; exit $st',
+        '& s=$!; while [ ! -S "$fb" ]; do sleep 0.02; done; "$@"; st=$?; '
+        f'{"kill $s; wait $s; echo server $?; " if stop else "wait; "}exit $st',
         tools.path("tm-record"), fb, out, *then))
 
 
@@ -117,10 +119,12 @@ def test_record_the_server_refuses_a_wrong_token(root, tools, public_tmp):
     fb = public_tmp / "fb"
     client = tools.delay(1, cmd=sh('exec "$@" "$TM_OUTER"', tools.path("tm-record"), "client", "--token", "wrong",
                                    "--feedback", fb, "--duration", 1))
-    r = root.run(server_then(tools, fb, public_tmp / "srv", *client), env={"TM_RECORD_TOKEN": TOKEN})
+    r = root.run(server_then(tools, fb, public_tmp / "srv", *client, stop=True), env={"TM_RECORD_TOKEN": TOKEN})
     assert r.returncode == 1
     assert "tm-record: the server refused: wrong token" in r.stderr, r.stderr
     assert "refused a client: wrong token" in r.stderr
+    assert "server 143" in r.stdout, "the refusal ended the --once server"
+    assert not os.path.exists(fb), "the server left its socket behind"
     assert not os.path.exists(public_tmp / "srv.up")
 
 

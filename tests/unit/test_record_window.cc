@@ -181,6 +181,21 @@ TEST(RecordWindow, FollowsAStepFrom2To20Mbit) {
   EXPECT_EQ(sim.link.drops, 0u);
 }
 
+TEST(RecordWindow, TheLteProfileFillsBurstsAfterStalls) {
+  // Every second: 700 ms at one opportunity per ms, a 300 ms stall, then a burst of 40 in one ms.
+  Sim sim{WindowControl(lte_window()), Bottleneck(5000), {}, 0};
+  uint64_t idle_after_warmup = 0;
+  for (int second = 0; second < 8; ++second) {
+    const Nanos t0 = second * 1000 * kMs;
+    sim.run(t0, t0 + 700 * kMs, kMs, 3000 * kMs);
+    sim.run(t0 + 700 * kMs, t0 + 999 * kMs, 1000 * kMs, 3000 * kMs);  // no opportunity
+    sim.run(t0 + 999 * kMs, t0 + 1000 * kMs, kMs / 40, 3000 * kMs);
+    if (second == 2) idle_after_warmup = sim.link.idle;
+  }
+  EXPECT_EQ(sim.link.idle, idle_after_warmup) << "idle opportunities after 3 s";
+  EXPECT_EQ(sim.link.drops, 0u);
+}
+
 TEST(RecordRateLimiter, HoldsTheRateOverTime) {
   RateLimiter cap(12000000, 1500);  // 1000 packets per second
   uint64_t sent = 0;
