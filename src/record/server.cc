@@ -27,15 +27,19 @@ struct SocketFile {
   }
 };
 
+bool ipv6_available() {
+  const int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) close(fd);
+  return fd >= 0;  // not with ipv6.disable=1 on the kernel command line
+}
+
+// Every address: dual-stack where IPv6 exists (IPv4 clients then arrive as v4-mapped addresses).
+std::string any_address() {
+  return ipv6_available() ? "::" : "0.0.0.0";
+}
+
 SocketAddress data_address(const ServerConfig& c) {
-  if (!c.listen.empty()) return resolve("--listen", c.listen, c.data_port);
-  SocketAddress any;
-  auto* a = reinterpret_cast<sockaddr_in6*>(&any.storage);
-  a->sin6_family = AF_INET6;  // dual-stack: IPv4 clients arrive as v4-mapped addresses
-  a->sin6_addr = in6addr_any;
-  a->sin6_port = htons(c.data_port);
-  any.length = sizeof *a;
-  return any;
+  return resolve("--listen", c.listen.empty() ? any_address() : c.listen, c.data_port);
 }
 
 std::string session_prefix(const ServerConfig& c, unsigned n) {
@@ -103,7 +107,7 @@ int run_server(const ServerConfig& c) {
   const SocketAddress data_at = data_address(c);
   const SocketAddress feedback_at =
       parse_endpoint("--feedback", c.feedback.empty() ? ":" + std::to_string(kDefaultFeedbackPort) : c.feedback,
-                     c.listen.empty() ? "::" : c.listen);
+                     c.listen.empty() ? any_address() : c.listen);
   FileDescriptor data = udp_socket(data_at.family(), c.data_dev);
   check_syscall("bind the data socket to " + data_at.text(), bind(data.get(), data_at.get(), data_at.length));
   FileDescriptor listener = listen_stream(feedback_at, c.feedback_dev);
