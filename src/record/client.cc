@@ -32,7 +32,6 @@ FileDescriptor connect_feedback(const SocketAddress& to, const std::string& devi
 }  // namespace
 
 int run_client(const ClientConfig& c) {
-  FileDescriptor signals = block_stop_signals();
   const SocketAddress data_to = resolve("server address", c.server, c.data_port);
   const SocketAddress feedback_to = parse_endpoint(
       "--feedback", c.feedback.empty() ? "[" + c.server + "]:" + std::to_string(kDefaultFeedbackPort) : c.feedback,
@@ -52,6 +51,8 @@ int run_client(const ClientConfig& c) {
 
   FileDescriptor data = udp_socket(data_to.family(), c.data_dev);
   check_syscall("connect the data socket to " + data_to.text(), connect(data.get(), data_to.get(), data_to.length));
+  // Until now Ctrl-C simply ends the client: there is nothing to keep yet.
+  FileDescriptor signals = block_stop_signals();
   SessionSetup s;
   s.session = answer.welcome().session();
   s.send = c.up;
