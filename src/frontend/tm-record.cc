@@ -24,8 +24,11 @@ const char* const kUsage =
     "       tm-record client --token T [OPTIONS] SERVER\n"
     "       tm-record distill [-o PREFIX] RAW";
 
+// One write per message: a server and a client may share the terminal.
+void print_error(const std::string& text) { std::cerr << text << std::flush; }
+
 int usage_error(const std::string& message) {
-  std::cerr << "tm-record: " << message << "\n" << kUsage << "\nTry 'tm-record --help' for more information.\n";
+  print_error("tm-record: " + message + "\n" + kUsage + "\nTry 'tm-record --help' for more information.\n");
   return 2;
 }
 
@@ -264,7 +267,7 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     return usage_error(e.what());
   } catch (const std::exception& e) {
-    std::cerr << "tm-record: " << e.what() << "\n";
+    print_error(std::string("tm-record: ") + e.what() + "\n");
     return 1;
   }
 }

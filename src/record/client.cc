@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <iostream>
 
 #include "record/config.hh"
 #include "record/control.hh"
@@ -37,8 +36,8 @@ int run_client(const ClientConfig& c) {
       "--feedback", c.feedback.empty() ? "[" + c.server + "]:" + std::to_string(kDefaultFeedbackPort) : c.feedback,
       c.server);
   if (c.up && c.down)
-    std::cerr << "tm-record: warning: --direction both saturates both directions at once; on Wi-Fi they "
-                 "interfere (downlink loss up to 80%): record one direction at a time there\n";
+    say("warning: --direction both saturates both directions at once; on Wi-Fi they interfere (downlink loss "
+        "up to 80%): record one direction at a time there");
   ControlStream control(connect_feedback(feedback_to, c.feedback_dev, c.connect_timeout));
   Control hello;
   *hello.mutable_hello() = make_hello(c);
@@ -71,12 +70,8 @@ int run_client(const ClientConfig& c) {
   s.quiet = c.quiet;
   s.signal_fd = signals.get();
   if (!c.quiet)
-    std::cerr << "tm-record: recording "
-              << (c.up && c.down ? "both directions"
-                  : c.up         ? "up"
-                                 : "down")
-              << " for " << static_cast<double>(c.duration) / 1e9 << " s: data to " << data_to.text()
-              << ", feedback via " << feedback_to.text() << "\n";
+    say("recording " + directions(c.up, c.down) + " for " + seconds_text(c.duration) + " s: data to " + data_to.text() +
+        ", feedback via " + feedback_to.text());
   return run_session(s, control);
 }
 

@@ -72,6 +72,21 @@ void ControlStream::drain(int timeout_ms) {
   }
 }
 
+void ControlStream::close_gracefully(int timeout_ms) {
+  drain(timeout_ms);
+  shutdown(fd_.get(), SHUT_WR);
+  const Nanos deadline = monotonic_now() + static_cast<Nanos>(timeout_ms) * kMillisecond;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(fd_.get(), buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;
+    if (n > 0) continue;
+    pollfd p{fd_.get(), POLLIN, 0};
+    const Nanos left = deadline - monotonic_now();
+    if (left <= 0 || poll(&p, 1, static_cast<int>(left / kMillisecond) + 1) <= 0) return;
+  }
+}
+
 Control ControlStream::receive(int timeout_ms, const std::string& what) {
   const Nanos deadline = monotonic_now() + static_cast<Nanos>(timeout_ms) * kMillisecond;
   Control message;

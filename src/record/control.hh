@@ -23,6 +23,9 @@ class ControlStream {
   bool next(Control* message);
   // Blocks until everything queued is written or TIMEOUT passes.
   void drain(int timeout_ms);
+  // Writes what is queued, says end of stream, and reads until the peer's: closing with unread data would
+  // send a TCP reset, which can destroy the peer's last unread messages (our stop and bye).
+  void close_gracefully(int timeout_ms);
   // Blocks for the next message; throws Error(WHAT ...) on timeout or end of stream.
   Control receive(int timeout_ms, const std::string& what);
 

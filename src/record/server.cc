@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <iostream>
 
 #include "record/config.hh"
 #include "record/control.hh"
@@ -68,8 +67,8 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
     Control reject;
     reject.mutable_reject()->set_reason(refusal);
     control.send(reject);
-    control.drain(1000);
-    std::cerr << "tm-record: refused a client: " << refusal << "\n";
+    control.close_gracefully(1000);
+    say("refused a client: " + refusal);
     return kRefused;
   }
   const Hello& hello = first.hello();
@@ -92,11 +91,8 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
   Control welcome;
   welcome.mutable_welcome()->set_session(s.session);
   control.send(welcome);
-  std::cerr << "tm-record: session " << n << ": recording "
-            << (hello.record_up() && hello.record_down() ? "both directions"
-                : hello.record_up()                      ? "up"
-                                                         : "down")
-            << " for " << static_cast<double>(s.duration) / 1e9 << " s\n";
+  say("session " + std::to_string(n) + ": recording " + directions(hello.record_up(), hello.record_down()) + " for " +
+      seconds_text(s.duration) + " s");
   return run_session(s, control);
 }
 
@@ -113,8 +109,7 @@ int run_server(const ServerConfig& c) {
   FileDescriptor listener = listen_stream(feedback_at, c.feedback_dev);
   SocketFile file;
   if (feedback_at.family() == AF_UNIX) file.path = feedback_at.text();
-  std::cerr << "tm-record: server ready: data on UDP " << data_at.text() << ", feedback on " << feedback_at.text()
-            << std::endl;
+  say("server ready: data on UDP " + data_at.text() + ", feedback on " + feedback_at.text());
   for (unsigned n = 1;;) {
     int signal = 0;
     FileDescriptor client = accept_client(listener.get(), signals.get(), &signal);
@@ -124,7 +119,7 @@ int run_server(const ServerConfig& c) {
     try {
       status = serve(c, control, data.get(), signals.get(), n);
     } catch (const Error& e) {
-      std::cerr << "tm-record: session " << n << ": " << e.what() << "\n";
+      say("session " + std::to_string(n) + ": " + e.what());
       status = 1;
     }
     if (status == kRefused) continue;

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <iostream>
 #include <vector>
 
 #include "config.h"
@@ -125,7 +124,7 @@ Session::Session(const SessionSetup& s, ControlStream& control) : s_(s), control
 }
 
 void Session::say(const std::string& line) const {
-  std::cerr << "tm-record: " << line << std::endl;
+  record::say(line);
 }
 
 bool Session::done() const {
@@ -158,7 +157,7 @@ int Session::run() {
     control_.flush();
   }
   if (!ended_) leave("done");
-  control_.drain(1000);
+  control_.close_gracefully(1000);
   return status_;
 }
 
@@ -416,6 +415,19 @@ void Session::progress(Nanos now) {
 }
 
 }  // namespace
+
+void say(const std::string& line) {
+  const std::string text = "tm-record: " + line + "\n";
+  (void)!::write(STDERR_FILENO, text.data(), text.size());  // nothing to do if stderr is gone
+}
+
+std::string seconds_text(Nanos t) {
+  return fmt("%g", static_cast<double>(t) / 1e9);
+}
+
+std::string directions(bool up, bool down) {
+  return up && down ? "both directions" : up ? "up" : "down";
+}
 
 int run_session(const SessionSetup& setup, ControlStream& control) {
   Session session(setup, control);

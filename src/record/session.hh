@@ -34,6 +34,13 @@ struct SessionSetup {
   int signal_fd = -1;
 };
 
+// Prints "tm-record: LINE" on stderr in one write, so that two sides sharing a terminal do not interleave.
+void say(const std::string& line);
+
+// What a client asked to record, in words; a duration in seconds ("2.5").
+std::string directions(bool up, bool down);
+std::string seconds_text(Nanos t);
+
 // Runs the session to its end; returns the exit status (0 done, 1 failed, 128+N after signal N).
 int run_session(const SessionSetup& setup, ControlStream& control);
 
