@@ -25,7 +25,8 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SETPRIV = shutil.which("setpriv", path=PATH) or "setpriv"  # found even when a test empties PATH
 
 # Real LTE traces in Mahimahi format, beside the checkout (read-only; copy what a test needs into public_tmp).
-SHARED_TRACES = os.path.realpath(os.path.join(HERE, "..", "..", "..", "shared", "traces"))
+SHARED_TRACES = os.environ.get("TM_TEST_TRACES") or os.path.realpath(os.path.join(HERE, "..", "..", "..", "shared",
+                                                                                  "traces"))
 
 # The outermost shell's outside addresses, as documented.
 TM_BASE = "100.64.0.1"

@@ -205,9 +205,13 @@ def test_help_and_version_exit_0(root, tools, args, expected):
 
 
 def shared_trace_table() -> list:
-    """(file, lines, last ms, mean Mbit/s) from the table in the shared traces' README."""
-    with open(os.path.join(SHARED_TRACES, "README.md"), encoding="utf-8") as f:
-        rows = re.findall(r"^\| (\S+) \| (\d+) \| (\d+) \| ([\d.]+) Mbit/s \|$", f.read(), re.M)
+    """(file, lines, last ms, mean Mbit/s) from the table in the shared traces' README; none if it is missing
+    (test_the_shared_trace_table_was_read then fails, rather than the whole module failing to load)."""
+    try:
+        with open(os.path.join(SHARED_TRACES, "README.md"), encoding="utf-8") as f:
+            rows = re.findall(r"^\| (\S+) \| (\d+) \| (\d+) \| ([\d.]+) Mbit/s \|$", f.read(), re.M)
+    except OSError:
+        return []
     return [(name, int(lines), int(last), mbps) for name, lines, last, mbps in rows]
 
 
@@ -215,7 +219,7 @@ SHARED = shared_trace_table()
 
 
 def test_the_shared_trace_table_was_read():
-    assert len(SHARED) == 6
+    assert len(SHARED) == 6, f"expected the six traces listed in {SHARED_TRACES}/README.md"
 
 
 @pytest.mark.parametrize("name,lines,last,mbps", SHARED, ids=[s[0] for s in SHARED])
