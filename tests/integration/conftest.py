@@ -37,8 +37,11 @@ def pytest_configure(config):
     if os.geteuid() != 0:
         raise pytest.UsageError("the integration tests run as root (they also test as an unprivileged user): "
                                 "use tests/run")
-    if not all(os.access(os.path.join(BINDIR, t), os.X_OK) for t in ("tm-delay", "tm-loss")):
-        raise pytest.UsageError("TM_TEST_BINDIR must name a directory holding tm-delay and tm-loss: use tests/run")
+    tools = ("tm-delay", "tm-loss", "tm-link", "tm-trace", "tm-graph", "tm-record")
+    missing = [t for t in tools if not os.access(os.path.join(BINDIR, t), os.X_OK)]
+    if missing:
+        raise pytest.UsageError(f"TM_TEST_BINDIR must name a directory holding {', '.join(tools)} "
+                                f"(missing: {', '.join(missing)}): use tests/run")
 
 
 # ---------------------------------------------------------------------------------------------------------
