@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "frontend/tool.hh"
+#include "packet/trace.hh"
 #include "record/config.hh"
 #include "record/distill.hh"
 #include "record/net.hh"
@@ -52,30 +53,14 @@ tracemod::Nanos millis(const std::string& option, const std::string& text) {
   return static_cast<tracemod::Nanos>(tracemod::parse_milliseconds(option, text) * 1e6);
 }
 
-// "12mbit", "500kbit", "1gbit", "0" (no cap); bits per second.
-uint64_t parse_rate(const std::string& option, const std::string& text) {
-  const size_t unit = text.find_first_not_of("0123456789.");
-  const std::string number = text.substr(0, unit), suffix = unit == std::string::npos ? "" : text.substr(unit);
-  double scale = 0;
-  if (suffix == "bit" || (suffix.empty() && number == "0"))
-    scale = 1;
-  else if (suffix == "kbit")
-    scale = 1e3;
-  else if (suffix == "mbit")
-    scale = 1e6;
-  else if (suffix == "gbit")
-    scale = 1e9;
-  size_t used = 0;
-  double v = -1;
+// A rate as tm-link takes it ("12mbit", "1.5mbit"...), or 0 for no cap; bits per second.
+uint64_t max_rate(const std::string& option, const std::string& text) {
+  if (text == "0") return 0;
   try {
-    v = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
+    return tracemod::parse_rate(text);
+  } catch (const UsageError& e) {
+    throw UsageError(option + ": " + e.what() + " (or 0: no cap)");
   }
-  if (scale == 0 || used != number.size() || !(v >= 0) || v * scale > 1e12)
-    throw UsageError("invalid " + option + " '" + text +
-                     "': expected a rate such as 50mbit, 800kbit or 1gbit (0: no cap)");
-  return static_cast<uint64_t>(v * scale);
 }
 
 std::string get(const po::variables_map& vm, const char* name) {
@@ -143,7 +128,7 @@ void fill_common(const po::variables_map& vm, rec::CommonConfig& c) {
   if (vm.count("output")) c.output = get(vm, "output");
   c.data_dev = get(vm, "data-dev");
   c.feedback_dev = get(vm, "feedback-dev");
-  c.max_rate_bps = vm.count("max-rate") ? parse_rate("--max-rate", get(vm, "max-rate")) : 100000000;
+  c.max_rate_bps = vm.count("max-rate") ? max_rate("--max-rate", get(vm, "max-rate")) : 100000000;
   if (vm.count("feedback-timeout"))
     c.feedback_silence = static_cast<tracemod::Nanos>(
         parse_number("--feedback-timeout", get(vm, "feedback-timeout"), 0.5, 3600, "seconds") * 1e9);
