@@ -15,6 +15,7 @@
 #include "analysis/plot_script.hh"
 #include "config.h"
 #include "util/file_descriptor.hh"
+#include "util/parse.hh"
 
 namespace po = boost::program_options;
 using namespace tracemod;
@@ -29,14 +30,8 @@ struct Options {
 };
 
 Nanos parse_bin(const std::string& text) {
-  size_t used = 0;
   double ms = -1;
-  try {
-    ms = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(ms >= 0.001 && ms <= 3.6e6))
+  if (!parse_double(text, ms) || !(ms >= 0.001 && ms <= 3.6e6))
     throw UsageError("invalid --bin '" + text + "': expected milliseconds from 0.001 to 3600000 (e.g. 500)");
   return static_cast<Nanos>(ms * 1e6 + 0.5);
 }

@@ -13,6 +13,7 @@
 #include "record/distill.hh"
 #include "record/net.hh"
 #include "util/error.hh"
+#include "util/parse.hh"
 
 namespace po = boost::program_options;
 namespace rec = tracemod::record;
@@ -34,14 +35,8 @@ int usage_error(const std::string& message) {
 }
 
 double parse_number(const std::string& option, const std::string& text, double low, double high, const char* unit) {
-  size_t used = 0;
   double v = NAN;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v >= low && v <= high)) {
+  if (!tracemod::parse_double(text, v) || !(v >= low && v <= high)) {
     std::ostringstream s;
     s << "invalid " << option << " '" << text << "': expected " << unit << " from " << low << " to " << high;
     throw UsageError(s.str());

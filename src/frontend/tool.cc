@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "util/error.hh"
+#include "util/parse.hh"
 
 namespace tracemod {
 namespace {
@@ -121,27 +122,15 @@ int run_tool(int argc, char** argv, Tool& tool) {
 }
 
 double parse_milliseconds(const std::string& option, const std::string& text) {
-  size_t used = 0;
   double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(v) || v < 0 || v > 3.6e6)
+  if (!parse_double(text, v) || v < 0 || v > 3.6e6)
     throw UsageError("invalid " + option + " '" + text + "': expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25)");
   return v;
 }
 
 double parse_probability(const std::string& option, const std::string& text) {
-  size_t used = 0;
   double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v >= 0 && v <= 1))
+  if (!parse_double(text, v) || !(v >= 0 && v <= 1))
     throw UsageError("invalid " + option + " '" + text + "': expected a probability from 0 to 1 (e.g. 0.01)");
   return v;
 }
