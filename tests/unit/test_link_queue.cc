@@ -246,49 +246,39 @@ TEST(LinkQueue, ConservationUnderEveryDisciplineWithGsoAndSmallPackets) {
   }
 }
 
-std::string slurp(const std::string& path) {
+// What a link writes to its log when two full packets arrive at ARRIVAL into a one-packet drop-tail queue and the
+// link runs to RUN_TO, with opportunities every ms from START + 1 ms (COUNT of them).
+std::string logged(LinkLog::Format format, Nanos start, int count, Nanos arrival, Nanos run_to) {
+  char path[] = "/tmp/tm-link-log-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  close(fd);
+  {
+    auto log = std::make_shared<LinkLog>(path, format);
+    log->header({"test"}, start);
+    Link k(every(kMs, count, kMs), "droptail", "packets=1", log, start);
+    k.arrive(kFullPayload, arrival);
+    k.arrive(kFullPayload, arrival);  // dropped: the queue holds one
+    k.run(run_to);
+  }
   std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path);
+  return text.str();
 }
 
 TEST(LinkQueue, LogsInMahimahiGrammar) {
-  char path[] = "/tmp/tm-link-log-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  {
-    auto log = std::make_shared<LinkLog>(path, LinkLog::Format::kTracemod);
-    log->header({"test"}, 5 * kMs);
-    Link k(every(kMs, 3, kMs), "droptail", "packets=1", log, 5 * kMs);
-    k.arrive(kFullPayload, 5 * kMs + 250 * 1000);
-    k.arrive(kFullPayload, 5 * kMs + 250 * 1000);  // dropped: the queue holds one
-    k.run(9 * kMs);
-  }
-  EXPECT_EQ(slurp(path),
+  EXPECT_EQ(logged(LinkLog::Format::kTracemod, 5 * kMs, 3, 5 * kMs + 250 * 1000, 9 * kMs),
             "# test\n# base timestamp: 5.000\n"
             "5.250 + 1500\n5.250 + 1500\n5.250 d 1 1500\n"
             "6.000 # 1500\n6.000 - 1500 0.750\n7.000 # 1500\n8.000 # 1500\n");
-  std::remove(path);
 }
 
 TEST(LinkQueue, MahimahiLogFormatHasWholeMillisecondsAndNoDropLines) {
-  char path[] = "/tmp/tm-link-log-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  {
-    auto log = std::make_shared<LinkLog>(path, LinkLog::Format::kMahimahi);
-    log->header({"test"}, 5 * kMs + 400 * 1000);
-    Link k(every(kMs, 2, kMs), "droptail", "packets=1", log, 5 * kMs + 400 * 1000);
-    k.arrive(kFullPayload, 5 * kMs + 900 * 1000);
-    k.arrive(kFullPayload, 5 * kMs + 900 * 1000);
-    k.run(8 * kMs);
-  }
   // The delay is the difference of the whole-ms times (6 - 5), as Mahimahi computes it.
-  EXPECT_EQ(slurp(path), "# test\n# base timestamp: 5\n5 + 1500\n5 + 1500\n6 # 1500\n6 - 1500 1\n7 # 1500\n");
-  std::remove(path);
+  EXPECT_EQ(logged(LinkLog::Format::kMahimahi, 5 * kMs + 400 * 1000, 2, 5 * kMs + 900 * 1000, 8 * kMs),
+            "# test\n# base timestamp: 5\n5 + 1500\n5 + 1500\n6 # 1500\n6 - 1500 1\n7 # 1500\n");
 }
 
 }  // namespace
