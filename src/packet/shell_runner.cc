@@ -280,7 +280,8 @@ void report(const ShellOptions& o, const PacketQueue& up, const PacketQueue& dow
     const QueueStats& s = q->stats();
     std::cerr << o.tool << ": " << name << ": " << s.in_packets << " packets in, " << s.out_packets << " out, "
               << s.dropped_packets << " dropped, " << s.queued_packets << " still queued\n";
-    if (const std::string extra = q->summary(); !extra.empty()) std::cerr << o.tool << ": " << name << ": " << extra << "\n";
+    if (const std::string extra = q->summary(); !extra.empty())
+      std::cerr << o.tool << ": " << name << ": " << extra << "\n";
   }
   if (const uint64_t refused = ferry.counters().send_errors)
     std::cerr << o.tool << ": " << refused << " frames refused by the kernel on send\n";
