@@ -16,8 +16,12 @@ constexpr std::string_view kBasePrefix = "# base timestamp:";
 constexpr Nanos kMaxMillis = 9'000'000'000'000;  // about 285 years: ns still fit in 63 bits
 constexpr int64_t kMaxBins = int64_t{1} << 22;   // 256 MiB of bins
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
 // Splits on runs of blanks; returns the number of fields found, at most MAX (the rest stays in the last).
 size_t split(std::string_view line, std::string_view* fields, size_t max) {
@@ -53,14 +57,20 @@ Nanos parse_millis(std::string_view text) {
 
 const char* event_shape(char kind) {
   switch (kind) {
-    case '#': return "TIME # BYTES";
-    case '+': return "TIME + SIZE";
-    case '-': return "TIME - SIZE QDELAY";
-    default: return "TIME d PACKETS BYTES";
+    case '#':
+      return "TIME # BYTES";
+    case '+':
+      return "TIME + SIZE";
+    case '-':
+      return "TIME - SIZE QDELAY";
+    default:
+      return "TIME d PACKETS BYTES";
   }
 }
 
-int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+int64_t floor_div(int64_t a, int64_t b) {
+  return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
 
 }  // namespace
 
@@ -172,8 +182,12 @@ void LinkLogStats::add(const LogEvent& e, Nanos base) {
   ++events_;
   for (LogBin* b : {&bin_at(t), &totals_}) {
     switch (e.kind) {
-      case LogEvent::kOpportunity: b->capacity_bytes += e.bytes; break;
-      case LogEvent::kArrival: b->arrival_bytes += e.bytes; break;
+      case LogEvent::kOpportunity:
+        b->capacity_bytes += e.bytes;
+        break;
+      case LogEvent::kArrival:
+        b->arrival_bytes += e.bytes;
+        break;
       case LogEvent::kDrop:
         b->drop_packets += e.packets;
         b->drop_bytes += e.bytes;
@@ -190,12 +204,20 @@ void LinkLogStats::add(const LogEvent& e, Nanos base) {
 }
 
 namespace {
-double mbps(uint64_t bytes, Nanos span) { return static_cast<double>(bytes) * 8e3 / static_cast<double>(span); }
+double mbps(uint64_t bytes, Nanos span) {
+  return static_cast<double>(bytes) * 8e3 / static_cast<double>(span);
+}
 }  // namespace
 
-double LinkLogStats::capacity_mbps() const { return mbps(totals_.capacity_bytes, last_ - first_); }
-double LinkLogStats::throughput_mbps() const { return mbps(totals_.departure_bytes, last_ - first_); }
-double LinkLogStats::delay_ms(double q) const { return static_cast<double>(delays_.quantile(q)) / 1000.0; }
+double LinkLogStats::capacity_mbps() const {
+  return mbps(totals_.capacity_bytes, last_ - first_);
+}
+double LinkLogStats::throughput_mbps() const {
+  return mbps(totals_.departure_bytes, last_ - first_);
+}
+double LinkLogStats::delay_ms(double q) const {
+  return static_cast<double>(delays_.quantile(q)) / 1000.0;
+}
 
 LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_width) {
   LinkLogParser parser(name);

@@ -5,8 +5,12 @@
 namespace tracemod {
 namespace {
 
-double seconds(Nanos t) { return static_cast<double>(t) / 1e9; }
-double millis(Nanos t) { return static_cast<double>(t) / 1e6; }
+double seconds(Nanos t) {
+  return static_cast<double>(t) / 1e9;
+}
+double millis(Nanos t) {
+  return static_cast<double>(t) / 1e6;
+}
 double mbits_per_second(uint64_t bytes, Nanos width) {
   return static_cast<double>(bytes) * 8e3 / static_cast<double>(width);
 }

@@ -39,12 +39,12 @@ Nanos parse_bin(const std::string& text) {
 // Returns false if --help or --version was answered.
 bool parse_options(int argc, char** argv, Options& o) {
   po::options_description visible("Options");
-  visible.add_options()                                                                              //
+  visible.add_options()                                                                               //
       ("bin", po::value<std::string>()->value_name("MS"), "width of a time bin in ms (default 500)")  //
       ("svg", po::value(&o.svg)->value_name("FILE"), "draw the graphs as SVG into FILE")              //
       ("png", po::value(&o.png)->value_name("FILE"), "draw the graphs as PNG into FILE")              //
       ("title", po::value(&o.title)->value_name("T"), "title of the graphs (default: LOG)")           //
-      ("help,h", "show this help and exit")                                                          //
+      ("help,h", "show this help and exit")                                                           //
       ("version", "show the version and exit");
   po::options_description all;
   all.add(visible).add_options()("log", po::value(&o.log));

@@ -50,14 +50,15 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
     throw UsageError(path.empty() ? "missing " + name + ": give a trace file or --" + name + "-rate"
                                   : name + ": give a trace file ('" + path + "') or --" + name +
                                         "-rate, not both (a command goes after --)");
-  if (!path.empty()) d.trace = std::make_shared<const DeliveryTrace>(DeliveryTrace::load(path));
-  else d.rate = option_rate("--" + name + "-rate", rate);
+  if (!path.empty())
+    d.trace = std::make_shared<const DeliveryTrace>(DeliveryTrace::load(path));
+  else
+    d.rate = option_rate("--" + name + "-rate", rate);
   d.source = path.empty() ? rate : path;
   const std::string queue = vm[name + "-queue"].as<std::string>();
   d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, get(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
-  if (const std::string log = get(vm, name + "-log"); !log.empty())
-    d.log = std::make_shared<LinkLog>(log, format);
+  if (const std::string log = get(vm, name + "-log"); !log.empty()) d.log = std::make_shared<LinkLog>(log, format);
   return d;
 }
 
@@ -86,8 +87,10 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
     Direction& d = (*dirs)[which];
     if (d.log) write_header(d, shell, seed, *start);
     std::unique_ptr<OpportunitySource> source;
-    if (d.trace) source = d.trace->cursor(once);
-    else source = std::make_unique<ConstantRate>(d.rate);
+    if (d.trace)
+      source = d.trace->cursor(once);
+    else
+      source = std::make_unique<ConstantRate>(d.rate);
     const Nanos end = once && d.trace ? static_cast<Nanos>(d.trace->period_ms()) * kMillisecond : kNever;
     return std::make_unique<LinkQueue>(std::move(source), *start, end, std::move(d.discipline), pool, d.log);
   };
@@ -98,25 +101,28 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
 int main(int argc, char** argv) {
   Tool tool;
   tool.name = "tm-link";
-  tool.synopsis = "[OPTIONS] UPLINK-TRACE DOWNLINK-TRACE [-- COMMAND [ARGS...]]\n"
-                  "       tm-link [OPTIONS] --uplink-rate RATE --downlink-rate RATE [-- COMMAND [ARGS...]]";
-  tool.summary = "Run COMMAND (default: your $SHELL) behind a link whose capacity follows a Mahimahi delivery\n"
-                 "trace (or a constant rate) in each direction.";
+  tool.synopsis =
+      "[OPTIONS] UPLINK-TRACE DOWNLINK-TRACE [-- COMMAND [ARGS...]]\n"
+      "       tm-link [OPTIONS] --uplink-rate RATE --downlink-rate RATE [-- COMMAND [ARGS...]]";
+  tool.summary =
+      "Run COMMAND (default: your $SHELL) behind a link whose capacity follows a Mahimahi delivery\n"
+      "trace (or a constant rate) in each direction.";
   auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  tool.options.add_options()                                                                                   //
-      ("uplink-trace", text("FILE"), "delivery trace from the command outward")                               //
-      ("downlink-trace", text("FILE"), "delivery trace toward the command")                                   //
-      ("uplink-rate", text("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")                   //
-      ("downlink-rate", text("RATE"), "constant downlink rate instead of a trace")                             //
-      ("uplink-queue", text("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie")       //
-      ("downlink-queue", text("NAME")->default_value("infinite"), "the same, toward the command")              //
-      ("uplink-queue-args", text("ARGS"), "e.g. packets=100 or bytes=150000; codel target=,interval=; pie "
-                                          "qdelay_ref=,max_burst=")                                            //
-      ("downlink-queue-args", text("ARGS"), "the same, toward the command")                                   //
-      ("uplink-log", text("FILE"), "write the uplink's Mahimahi-format log to FILE")                          //
-      ("downlink-log", text("FILE"), "write the downlink's log to FILE")                                       //
+  tool.options.add_options()                                                                             //
+      ("uplink-trace", text("FILE"), "delivery trace from the command outward")                          //
+      ("downlink-trace", text("FILE"), "delivery trace toward the command")                              //
+      ("uplink-rate", text("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")             //
+      ("downlink-rate", text("RATE"), "constant downlink rate instead of a trace")                       //
+      ("uplink-queue", text("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie")  //
+      ("downlink-queue", text("NAME")->default_value("infinite"), "the same, toward the command")        //
+      ("uplink-queue-args", text("ARGS"),
+       "e.g. packets=100 or bytes=150000; codel target=,interval=; pie "
+       "qdelay_ref=,max_burst=")                                                                                //
+      ("downlink-queue-args", text("ARGS"), "the same, toward the command")                                     //
+      ("uplink-log", text("FILE"), "write the uplink's Mahimahi-format log to FILE")                            //
+      ("downlink-log", text("FILE"), "write the downlink's log to FILE")                                        //
       ("log-format", text("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
-      ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                //
+      ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                 //
       ("seed", text("N"), "seed of the queues' random drops (PIE)");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);
   tool.configure = configure;

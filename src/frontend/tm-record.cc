@@ -27,7 +27,9 @@ const char* const kUsage =
     "       tm-record distill [-o PREFIX] RAW";
 
 // One write per message: a server and a client may share the terminal.
-void print_error(const std::string& text) { std::cerr << text << std::flush; }
+void print_error(const std::string& text) {
+  std::cerr << text << std::flush;
+}
 
 int usage_error(const std::string& message) {
   print_error("tm-record: " + message + "\n" + kUsage + "\nTry 'tm-record --help' for more information.\n");

@@ -46,9 +46,8 @@ int over_files(const po::variables_map& vm, Each each) {
 void describe_validate(po::options_description&) {}
 
 int run_validate(const po::variables_map& vm) {
-  return over_files(vm, [](const std::string& f, const tracemod::DeliveryTrace& t) {
-    return tracemod::format_validation(f, t);
-  });
+  return over_files(
+      vm, [](const std::string& f, const tracemod::DeliveryTrace& t) { return tracemod::format_validation(f, t); });
 }
 
 void describe_stats(po::options_description& d) {
@@ -79,7 +78,7 @@ int run_stats(const po::variables_map& vm) {
 }
 
 void describe_make(po::options_description& d) {
-  d.add_options()                                                                                     //
+  d.add_options()                                                                                               //
       ("rate", po::value<std::string>()->value_name("RATE"), "a constant rate, e.g. 12mbit (with --duration)")  //
       ("duration", po::value<std::string>()->value_name("DURATION"),
        "length of the trace, e.g. 10s: with --rate, or to repeat --on-off")  //
@@ -128,8 +127,8 @@ const Subcommand kSubcommands[] = {
     {"validate", "validate FILE...", "Check each trace as tm-link and Mahimahi read it; print a summary or the error.",
      true, describe_validate, run_validate},
     {"stats", "stats [--window DURATION]... FILE...",
-     "Print each trace's length, opportunities, mean rate, and rate percentiles over windows.", true,
-     describe_stats, run_stats},
+     "Print each trace's length, opportunities, mean rate, and rate percentiles over windows.", true, describe_stats,
+     run_stats},
     {"make", "make (--rate RATE --duration DUR | --steps LIST | --on-off LIST [--duration DUR]) [-o FILE]",
      "Write a synthetic trace: a constant rate, steps, or a repeated on/off pattern (LIST: RATE:DUR,...).\n"
      "The last line is always the trace's length, which Mahimahi reads as its period: when no opportunity\n"

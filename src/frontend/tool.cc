@@ -59,17 +59,23 @@ void split_command(const Tool& tool, const std::vector<std::string>& args, std::
 // ARG as a shell would need it written, so a logged command line can be run again and stays on one line:
 // control characters (a script's newlines) in bash's $'...' form, anything else unusual in single quotes.
 std::string shell_quote(const std::string& arg) {
-  const bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                           "0123456789_./=:,+-@%") == std::string::npos;
+  const bool plain = !arg.empty() && arg.find_first_not_of(
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789_./=:,+-@%") == std::string::npos;
   if (plain) return arg;
   const bool control = std::any_of(arg.begin(), arg.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; });
   std::string q = control ? "$'" : "'";
   for (unsigned char c : arg) {
-    if (!control) q += c == '\'' ? std::string("'\\''") : std::string(1, static_cast<char>(c));
-    else if (c == '\n') q += "\\n";
-    else if (c == '\'' || c == '\\') q += std::string("\\") + static_cast<char>(c);
-    else if (c < 0x20 || c == 0x7f) q += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
-    else q += static_cast<char>(c);
+    if (!control)
+      q += c == '\'' ? std::string("'\\''") : std::string(1, static_cast<char>(c));
+    else if (c == '\n')
+      q += "\\n";
+    else if (c == '\'' || c == '\\')
+      q += std::string("\\") + static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f)
+      q += "\\x" + std::string(1, "0123456789abcdef"[c >> 4]) + "0123456789abcdef"[c & 15];
+    else
+      q += static_cast<char>(c);
   }
   return q + "'";
 }
@@ -123,7 +129,8 @@ int run_tool(int argc, char** argv, Tool& tool) {
 double parse_milliseconds(const std::string& option, const std::string& text) {
   double v = -1;
   if (!parse_double(text, v) || v < 0 || v > 3.6e6)
-    throw UsageError("invalid " + option + " '" + text + "': expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25)");
+    throw UsageError("invalid " + option + " '" + text +
+                     "': expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25)");
   return v;
 }
 

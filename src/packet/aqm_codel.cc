@@ -58,8 +58,10 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
         dropping_ = false;
         return false;
       }
-      if (!ok_to_drop) dropping_ = false;
-      else drop_next_ = control_law(drop_next_);
+      if (!ok_to_drop)
+        dropping_ = false;
+      else
+        drop_next_ = control_law(drop_next_);
     }
     return true;
   }

@@ -37,9 +37,9 @@ class CodelQueue : public QueueDiscipline {
   Nanos control_law(Nanos t) const;
 
   CodelParams params_;
-  bool above_ = false;        // sojourn time above target since first_above_ - interval
-  Nanos first_above_ = 0;     // when being above target makes dropping allowed
-  Nanos drop_next_ = 0;       // when the next drop is due in dropping state
+  bool above_ = false;     // sojourn time above target since first_above_ - interval
+  Nanos first_above_ = 0;  // when being above target makes dropping allowed
+  Nanos drop_next_ = 0;    // when the next drop is due in dropping state
   uint32_t count_ = 0, lastcount_ = 0;
   bool dropping_ = false;
 };

@@ -6,7 +6,9 @@ namespace tracemod {
 
 namespace {
 
-double seconds(Nanos t) { return static_cast<double>(t) * 1e-9; }
+double seconds(Nanos t) {
+  return static_cast<double>(t) * 1e-9;
+}
 
 // Auto-tuning (RFC 8033 4.2): the smaller the probability, the smaller its steps, so that light congestion
 // is not answered with a jump.

@@ -58,7 +58,9 @@ class BufferPool {
   size_t allocated_ = 0;
 };
 
-inline size_t Buffer::capacity() const { return data_ ? BufferPool::kClassSizes[class_] : 0; }
+inline size_t Buffer::capacity() const {
+  return data_ ? BufferPool::kClassSizes[class_] : 0;
+}
 
 inline void Buffer::release() {
   if (data_) pool_->put(data_, class_);

@@ -28,6 +28,8 @@ void DelayQueue::dequeue_ready(Nanos now, PacketSink& out) {
   }
 }
 
-Nanos DelayQueue::next_event() const { return queue_.empty() ? kNever : queue_.front().release; }
+Nanos DelayQueue::next_event() const {
+  return queue_.empty() ? kNever : queue_.front().release;
+}
 
 }  // namespace tracemod

@@ -17,7 +17,9 @@ namespace {
 
 constexpr uint32_t kSignalTag = 2;
 
-int wait_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int wait_status(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace
 
@@ -35,7 +37,8 @@ EventLoop::EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, Pac
   queues_[Ferry::kUplink] = up;
   queues_[Ferry::kDownlink] = down;
   sigset_t set = shell_signals();
-  signals_ = FileDescriptor(static_cast<int>(check_syscall("signalfd", signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK))));
+  signals_ =
+      FileDescriptor(static_cast<int>(check_syscall("signalfd", signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK))));
   epoll_ = FileDescriptor(static_cast<int>(check_syscall("epoll_create", epoll_create1(EPOLL_CLOEXEC))));
   watch(signals_.get(), kSignalTag);
   watch(ferry.fd_for_arrivals(Ferry::kUplink), Ferry::kUplink);

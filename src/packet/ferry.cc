@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <thread>
 #include <cstring>
+#include <thread>
 
 #include "util/clock.hh"
 #include "util/error.hh"

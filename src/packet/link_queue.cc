@@ -24,7 +24,12 @@ uint64_t Lateness::quantile_us(double q) const {
 
 LinkQueue::LinkQueue(std::unique_ptr<OpportunitySource> source, Nanos start, Nanos end,
                      std::unique_ptr<QueueDiscipline> discipline, BufferPool& pool, std::shared_ptr<LinkLog> log)
-    : source_(std::move(source)), start_(start), end_(end == kNever ? kNever : start + end), clock_(start), discipline_(std::move(discipline)), pool_(pool),
+    : source_(std::move(source)),
+      start_(start),
+      end_(end == kNever ? kNever : start + end),
+      clock_(start),
+      discipline_(std::move(discipline)),
+      pool_(pool),
       log_(std::move(log)) {}
 
 // The K-th opportunity not yet used (absolute time), fetched from the source as needed.
@@ -37,7 +42,9 @@ Nanos LinkQueue::peek(size_t k) const {
   return ahead_[k];
 }
 
-void LinkQueue::pop_opportunity() { ahead_.pop_front(); }
+void LinkQueue::pop_opportunity() {
+  ahead_.pop_front();
+}
 
 // Emulates the link up to T: every opportunity at or before T is used, or lost if nothing waits. An idle link
 // without a log skips its opportunities wholesale (a trace may be hours long).
@@ -71,8 +78,10 @@ void LinkQueue::serve(Nanos when) {
 // kMaxGsoSpread is split first, so that none of its wire packets leaves far behind its own opportunity.
 bool LinkQueue::start_next(Nanos when, int64_t credit) {
   QueuedPacket q;
-  if (!split_.empty()) q = split_.pop_front();
-  else if (!discipline_->dequeue(q, when, *this)) return false;
+  if (!split_.empty())
+    q = split_.pop_front();
+  else if (!discipline_->dequeue(q, when, *this))
+    return false;
   if (q.segments > 1) {
     constexpr int64_t kCredit = static_cast<int64_t>(kOpportunityBytes);
     const int64_t beyond = static_cast<int64_t>(q.ip_bytes) - credit;

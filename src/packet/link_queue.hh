@@ -74,9 +74,9 @@ class LinkQueue : public PacketQueue, private DropSink {
   BufferPool& pool_;
   std::shared_ptr<LinkLog> log_;
   Transit transit_;
-  Ring<QueuedPacket> split_;  // segments of a frame split at the head, served before the discipline's queue
+  Ring<QueuedPacket> split_;    // segments of a frame split at the head, served before the discipline's queue
   Ring<QueuedPacket> scratch_;  // segments of an arrival the discipline will not take whole
-  Ring<Packet> ready_;        // departed, not yet handed to the kernel
+  Ring<Packet> ready_;          // departed, not yet handed to the kernel
   Lateness lateness_;
 };
 

@@ -44,6 +44,8 @@ void LossQueue::dequeue_ready(Nanos, PacketSink& out) {
   }
 }
 
-Nanos LossQueue::next_event() const { return ready_.empty() ? kNever : ready_.front().arrival; }
+Nanos LossQueue::next_event() const {
+  return ready_.empty() ? kNever : ready_.front().arrival;
+}
 
 }  // namespace tracemod

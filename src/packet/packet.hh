@@ -26,9 +26,9 @@ constexpr uint32_t kEthernetHeaderSize = 14;
 
 struct Packet {
   Buffer buf;
-  uint32_t size = 0;   // bytes used in buf: virtio-net header + frame
-  Nanos arrival = 0;   // when the ferry read it
-  Nanos release = 0;   // when a delay line may let it go
+  uint32_t size = 0;  // bytes used in buf: virtio-net header + frame
+  Nanos arrival = 0;  // when the ferry read it
+  Nanos release = 0;  // when a delay line may let it go
 
   const virtio_net_hdr& vnet() const { return *reinterpret_cast<const virtio_net_hdr*>(buf.data()); }
   uint8_t* frame() const { return buf.data() + kVnetHeaderSize; }
@@ -59,7 +59,9 @@ inline bool is_link_control(const Packet& p) {
 // The number of wire segments in a GSO frame (1 for a plain frame). Defined in segmenter.cc.
 uint32_t count_segments(const Packet& p);
 
-inline uint32_t Packet::segments() const { return is_gso() ? count_segments(*this) : 1; }
+inline uint32_t Packet::segments() const {
+  return is_gso() ? count_segments(*this) : 1;
+}
 
 // Where a queue hands packets it releases.
 class PacketSink {

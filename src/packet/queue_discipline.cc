@@ -130,8 +130,7 @@ std::string join(const std::vector<std::string>& keys) {
 // The key=value pairs of one queue's arguments, checked against the keys its policy knows.
 class QueueArgs {
  public:
-  QueueArgs(const std::string& option, const std::string& name, const std::string& text,
-            std::vector<std::string> keys);
+  QueueArgs(const std::string& option, const std::string& name, const std::string& text, std::vector<std::string> keys);
   bool has(const std::string& key) const { return find(key) != nullptr; }
   // A whole number (packets=, bytes=); 0 if absent.
   uint64_t count(const std::string& key) const;

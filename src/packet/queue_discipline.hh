@@ -18,9 +18,9 @@ namespace tracemod {
 // A packet waiting for the link, with what the policies need to know about it.
 struct QueuedPacket {
   Packet packet;
-  Nanos enqueued = 0;      // when it joined the queue
-  uint32_t ip_bytes = 0;   // IP bytes it charges against the link (all its segments)
-  uint32_t segments = 1;   // wire packets it stands for (a GSO frame: its segments)
+  Nanos enqueued = 0;     // when it joined the queue
+  uint32_t ip_bytes = 0;  // IP bytes it charges against the link (all its segments)
+  uint32_t segments = 1;  // wire packets it stands for (a GSO frame: its segments)
 };
 
 // Told of every packet a policy drops (for counters and the link log).

@@ -11,8 +11,12 @@ constexpr uint16_t kEthIPv4 = 0x0800, kEthIPv6 = 0x86DD;
 constexpr uint8_t kProtoTcp = 6, kProtoUdp = 17;
 constexpr uint8_t kTcpFin = 0x01, kTcpPsh = 0x08, kTcpCwr = 0x80;
 
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get32(const uint8_t* p) { return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2); }
+uint16_t get16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+uint32_t get32(const uint8_t* p) {
+  return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2);
+}
 void put16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
   p[1] = static_cast<uint8_t>(v);
@@ -46,8 +50,10 @@ Layout parse(const Packet& p) {
   // A UDP GSO frame with a tiny gso_size may be shorter than Ethernet + 40 bytes and still be several packets.
   if (n < kEthernetHeaderSize + 20 || p.vnet().gso_size == 0) return l;
   const uint16_t eth = get16(f + 12);
-  if (type == VIRTIO_NET_HDR_GSO_TCPV4 || type == VIRTIO_NET_HDR_GSO_TCPV6) l.tcp = true;
-  else if (type != VIRTIO_NET_HDR_GSO_UDP_L4) return l;
+  if (type == VIRTIO_NET_HDR_GSO_TCPV4 || type == VIRTIO_NET_HDR_GSO_TCPV6)
+    l.tcp = true;
+  else if (type != VIRTIO_NET_HDR_GSO_UDP_L4)
+    return l;
   if (eth == kEthIPv4) {
     l.v4 = true;
     l.l4 = l.l3 + (f[l.l3] & 0x0f) * 4u;
@@ -97,7 +103,9 @@ void fix_headers(uint8_t* f, const Layout& l, uint32_t chunk, uint32_t index, ui
 
 }  // namespace
 
-uint32_t count_segments(const Packet& p) { return segment_shape(p).count; }
+uint32_t count_segments(const Packet& p) {
+  return segment_shape(p).count;
+}
 
 SegmentShape segment_shape(const Packet& p) {
   const Layout l = parse(p);

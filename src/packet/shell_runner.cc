@@ -13,8 +13,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "packet/event_loop.hh"
@@ -43,8 +43,7 @@ int inherited_depth() {
   if (!d || !*d) return 0;
   char* end = nullptr;
   long v = std::strtol(d, &end, 10);
-  if (*end || v < 1 || v + 1 >= LinkPlan::kMaxLevel)
-    throw Error(std::string("bad TM_DEPTH in the environment: ") + d);
+  if (*end || v < 1 || v + 1 >= LinkPlan::kMaxLevel) throw Error(std::string("bad TM_DEPTH in the environment: ") + d);
   return static_cast<int>(v);
 }
 
@@ -106,8 +105,8 @@ void set_prompt(std::vector<std::pair<std::string, std::string>>& set, const std
 
 // The command's environment: ours, with what the shell sets replacing any inherited value. The outermost
 // shell overrides stale TM_* values (from a script or another tool); nested shells keep the outermost's.
-std::vector<std::string> command_environment(const ShellOptions& o, const Identity& id, const LinkPlan& plan,
-                                             int depth, const std::string& shell) {
+std::vector<std::string> command_environment(const ShellOptions& o, const Identity& id, const LinkPlan& plan, int depth,
+                                             const std::string& shell) {
   std::vector<std::pair<std::string, std::string>> set = {
       {"TM_DEPTH", std::to_string(depth + 1)},
       {"TM_OUTER", plan.outer4},
@@ -116,7 +115,8 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
   if (depth == 0)
     set.insert(set.end(), {{"TM_BASE", plan.outer4}, {"TM_BASE6", plan.outer6}, {"MAHIMAHI_BASE", plan.outer4}});
   set_prompt(set, o.prompt_tag, depth, shell);
-  if (id.change) set.insert(set.end(), {{"HOME", id.home}, {"USER", id.user}, {"LOGNAME", id.user}, {"SHELL", id.shell}});
+  if (id.change)
+    set.insert(set.end(), {{"HOME", id.home}, {"USER", id.user}, {"LOGNAME", id.user}, {"SHELL", id.shell}});
 
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -133,7 +133,7 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
 // The outermost shell's own user namespace and private outer namespace (P0), joined to the host by pasta.
 struct Outside {
   std::unique_ptr<HostHelper> host;
-  FileDescriptor netns;     // P0, held open for pasta to find
+  FileDescriptor netns;  // P0, held open for pasta to find
   bool pasta = false;
   std::string resolv_conf;  // the command's resolv.conf, if the host's names a loopback resolver
 };
@@ -345,7 +345,8 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   const int depth = inherited_depth();
   const Identity identity = command_identity();  // before our own user namespace changes what getuid() says
   Outside outside;
-  if (depth == 0) outside = enter_own_namespaces(o, identity);
+  if (depth == 0)
+    outside = enter_own_namespaces(o, identity);
   else if (!have_effective_net_admin())
     throw Error("TM_DEPTH is set but this process lacks CAP_NET_ADMIN: was it started outside a tracemod shell?");
 

@@ -15,10 +15,10 @@
 namespace tracemod {
 
 struct ShellOptions {
-  std::string tool;                  // "tm-delay", for messages
-  std::string prompt_tag;            // "[delay 10]"
-  std::string command_line;          // how the tool was invoked, for log headers
-  std::vector<std::string> command;  // empty: the user's $SHELL
+  std::string tool;                    // "tm-delay", for messages
+  std::string prompt_tag;              // "[delay 10]"
+  std::string command_line;            // how the tool was invoked, for log headers
+  std::vector<std::string> command;    // empty: the user's $SHELL
   std::vector<std::string> log_lines;  // said with -v: the seed and similar facts of the run
   bool verbose = false;
   bool isolated = false;  // do not try pasta

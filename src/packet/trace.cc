@@ -69,7 +69,9 @@ std::string quote(std::string_view text) {
   return out + (text.size() > kQuoteMax ? "...'" : "'");
 }
 
-bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+bool is_digit(char c) {
+  return static_cast<unsigned char>(c - '0') < 10;
+}
 
 }  // namespace
 
@@ -168,7 +170,7 @@ DeliveryTrace DeliveryTrace::load(const std::string& path) {
   const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (raw < 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
   FileDescriptor fd(raw);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode))
     throw UsageError(path + ": cannot open: " + std::strerror(EISDIR));
   TraceBuilder builder(path);
@@ -326,9 +328,8 @@ struct RateUnit {
   const char* name;
   uint64_t bits;
 };
-constexpr RateUnit kRateUnits[] = {{"bit", 1},           {"kbit", 1000},        {"mbit", 1000000},
-                                   {"gbit", 1000000000}, {"kbps", 1000},        {"mbps", 1000000},
-                                   {"gbps", 1000000000}};
+constexpr RateUnit kRateUnits[] = {{"bit", 1},     {"kbit", 1000},    {"mbit", 1000000},   {"gbit", 1000000000},
+                                   {"kbps", 1000}, {"mbps", 1000000}, {"gbps", 1000000000}};
 constexpr size_t kMaxDigits = 19;  // keeps every product below 2^128
 
 [[noreturn]] void bad_rate(std::string_view text, const std::string& why) {
@@ -354,8 +355,8 @@ uint64_t parse_rate(std::string_view text) {
   }
   std::string unit(text.substr(i));
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const RateUnit* u = std::find_if(std::begin(kRateUnits), std::end(kRateUnits),
-                                   [&](const RateUnit& r) { return unit == r.name; });
+  const RateUnit* u =
+      std::find_if(std::begin(kRateUnits), std::end(kRateUnits), [&](const RateUnit& r) { return unit == r.name; });
   if (digits == 0 || u == std::end(kRateUnits))
     bad_rate(text, "expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
   const Wide bits = (mantissa * u->bits + scale / 2) / scale;  // to the nearest bit/s

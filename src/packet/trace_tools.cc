@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <map>
 
@@ -37,10 +37,10 @@ uint64_t duration_ms(std::string_view text) {
   const std::string_view whole = number.substr(0, point);
   const std::string_view fraction = point == std::string_view::npos ? "" : number.substr(point + 1);
   uint64_t w = 0, f = 0;
-  const bool parsed = !whole.empty() && whole.size() <= 12 && fraction.size() <= 6 &&
-                      fraction.find('.') == std::string_view::npos &&
-                      std::from_chars(whole.data(), whole.data() + whole.size(), w).ec == std::errc() &&
-                      (fraction.empty() || std::from_chars(fraction.data(), fraction.data() + fraction.size(), f).ec == std::errc());
+  const bool parsed =
+      !whole.empty() && whole.size() <= 12 && fraction.size() <= 6 && fraction.find('.') == std::string_view::npos &&
+      std::from_chars(whole.data(), whole.data() + whole.size(), w).ec == std::errc() &&
+      (fraction.empty() || std::from_chars(fraction.data(), fraction.data() + fraction.size(), f).ec == std::errc());
   if (!parsed || unit_ms == 0) throw UsageError("expected a duration and a unit: ms, s or min (e.g. 10s)");
   uint64_t scale = 1;
   for (size_t i = 0; i < fraction.size(); ++i) scale *= 10;
@@ -246,7 +246,9 @@ void write_trace(const TracePlan& plan, const std::string& path) {
   out.flush();
 }
 
-double mean_mbps(uint64_t opportunities, uint64_t ms) { return to_mbps(opportunities, ms); }
+double mean_mbps(uint64_t opportunities, uint64_t ms) {
+  return to_mbps(opportunities, ms);
+}
 
 TraceStats trace_stats(const DeliveryTrace& trace, const std::vector<uint64_t>& windows_ms) {
   TraceStats s;
@@ -263,17 +265,17 @@ std::string format_stats(const std::string& name, const TraceStats& s) {
   out += "  opportunities: " + std::to_string(s.opportunities) + "\n";
   out += "  mean rate: " + fixed2(s.mean_mbps) + " Mbit/s\n";
   for (const WindowStats& w : s.windows) {
-    out += "  rate over " + std::to_string(w.window_ms) + " ms windows (" + std::to_string(w.windows) +
-           "): min " + fixed2(w.min) + ", p5 " + fixed2(w.p5) + ", p50 " + fixed2(w.p50) + ", p95 " +
-           fixed2(w.p95) + ", max " + fixed2(w.max) + " Mbit/s\n";
+    out += "  rate over " + std::to_string(w.window_ms) + " ms windows (" + std::to_string(w.windows) + "): min " +
+           fixed2(w.min) + ", p5 " + fixed2(w.p5) + ", p50 " + fixed2(w.p50) + ", p95 " + fixed2(w.p95) + ", max " +
+           fixed2(w.max) + " Mbit/s\n";
   }
   return out;
 }
 
 std::string format_validation(const std::string& name, const DeliveryTrace& trace) {
   return name + ": ok, " + std::to_string(trace.opportunities()) + " opportunities over " +
-         std::to_string(trace.period_ms()) + " ms, mean " + fixed2(mean_mbps(trace.opportunities(), trace.period_ms())) +
-         " Mbit/s\n";
+         std::to_string(trace.period_ms()) + " ms, mean " +
+         fixed2(mean_mbps(trace.opportunities(), trace.period_ms())) + " Mbit/s\n";
 }
 
 }  // namespace tracemod

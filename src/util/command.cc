@@ -15,9 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "util/file_descriptor.hh"
-
 #include "util/capabilities.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod {
 namespace {
@@ -97,7 +96,9 @@ void become(const CommandSpec& spec) {
   _exit(err == ENOENT ? 127 : 126);  // the shell convention for "not found" / "cannot run"
 }
 
-int status_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int status_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace
 
@@ -136,7 +137,7 @@ void run_init(const CommandSpec& spec, int go_fd) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = noop_handler;
   for (int s : forwarded_signals()) sigaddset(&set, s), sigaction(s, &sa, nullptr);
   sigprocmask(SIG_BLOCK, &set, nullptr);

@@ -22,11 +22,11 @@ struct Identity {
 Identity command_identity();
 
 struct CommandSpec {
-  std::string tool;                // for messages: "tm-delay"
-  std::vector<std::string> argv;   // never empty
-  std::vector<std::string> env;    // complete environment, "K=V"
+  std::string tool;               // for messages: "tm-delay"
+  std::vector<std::string> argv;  // never empty
+  std::vector<std::string> env;   // complete environment, "K=V"
   Identity identity;
-  std::string resolv_conf;         // if not empty: what the command sees as /etc/resolv.conf
+  std::string resolv_conf;  // if not empty: what the command sees as /etc/resolv.conf
 };
 
 // Runs in the freshly forked init. Waits for one byte on GO_FD (EOF: the shell gave up), then starts the

@@ -5,7 +5,9 @@
 
 namespace tracemod {
 
-void throw_errno(const std::string& what, int err) { throw Error(what + ": " + std::strerror(err)); }
+void throw_errno(const std::string& what, int err) {
+  throw Error(what + ": " + std::strerror(err));
+}
 
 long check_syscall(const std::string& what, long ret) {
   if (ret < 0) throw_errno(what, errno);

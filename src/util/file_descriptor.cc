@@ -13,7 +13,9 @@ FileDescriptor::FileDescriptor(int fd) : fd_(fd) {
   if (fd_ < 0) throw Error("FileDescriptor: invalid descriptor");
 }
 
-FileDescriptor::~FileDescriptor() { reset(); }
+FileDescriptor::~FileDescriptor() {
+  reset();
+}
 
 FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
   if (this != &other) {

@@ -39,7 +39,9 @@ int write_map_file(pid_t pid, const char* file, const std::string& text) {
   return err;
 }
 
-std::string single(uint32_t id) { return std::to_string(id) + " " + std::to_string(id) + " 1\n"; }
+std::string single(uint32_t id) {
+  return std::to_string(id) + " " + std::to_string(id) + " 1\n";
+}
 
 // Root running its own command maps every id, so files keep their owners inside. Anyone else -- including root
 // acting for a sudo user -- maps only the command's own ids: with uid 0 unmapped, a setuid-root program inside
@@ -56,8 +58,7 @@ int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
 }
 
 [[noreturn]] void become_pasta(const Request& r) {
-  std::vector<std::string> args = {"pasta", "--config-net", "--foreground", "--quiet",
-                                   "--ns-ifname", r.ifname,
+  std::vector<std::string> args = {"pasta", "--config-net", "--foreground", "--quiet", "--ns-ifname", r.ifname,
                                    // Nothing of the inside is exposed on the host, and no host port is
                                    // spliced in: the shell's own DNAT decides what TM_BASE reaches.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none"};

@@ -13,7 +13,7 @@ namespace tracemod {
 
 class HostHelper {
  public:
-  HostHelper();  // forks
+  HostHelper();   // forks
   ~HostHelper();  // kills whatever the child has become
   HostHelper(const HostHelper&) = delete;
   HostHelper& operator=(const HostHelper&) = delete;
@@ -23,8 +23,7 @@ class HostHelper {
   // Becomes `pasta` attached to SHELL's user namespace and to the network namespace SHELL holds open as
   // NETNS_FD (a path that stays put while the shell itself moves between namespaces), with interface IFNAME.
   // DNS_FORWARD, if not empty, is an address whose UDP port 53 pasta maps to the host's first resolver.
-  void exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, const std::string& dns_forward,
-                  bool verbose);
+  void exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, const std::string& dns_forward, bool verbose);
   pid_t pid() const { return pid_; }
   // Call after SIGCHLD: true (and reaped) if the helper has exited.
   bool reap_if_exited();

@@ -13,7 +13,9 @@
 
 namespace tracemod {
 
-FileDescriptor current_netns() { return FileDescriptor::open("/proc/thread-self/ns/net", O_RDONLY); }
+FileDescriptor current_netns() {
+  return FileDescriptor::open("/proc/thread-self/ns/net", O_RDONLY);
+}
 
 void enter_netns(const FileDescriptor& ns, const char* what) {
   check_syscall(std::string("enter ") + what + " network namespace", ::setns(ns.get(), CLONE_NEWNET));
@@ -26,7 +28,9 @@ FileDescriptor make_netns(const FileDescriptor& home) {
   return made;
 }
 
-InNetns::InNetns(const FileDescriptor& ns, const FileDescriptor& home) : home_(home) { enter_netns(ns, "target"); }
+InNetns::InNetns(const FileDescriptor& ns, const FileDescriptor& home) : home_(home) {
+  enter_netns(ns, "target");
+}
 
 InNetns::~InNetns() {
   // Returning home cannot fail for a namespace we were in a moment ago; if it did, continuing would act in the

@@ -22,7 +22,9 @@
 namespace tracemod {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, int nl_err) { throw Error(what + ": " + nl_geterror(nl_err)); }
+[[noreturn]] void fail(const std::string& what, int nl_err) {
+  throw Error(what + ": " + nl_geterror(nl_err));
+}
 
 void check(const std::string& what, int nl_err) {
   if (nl_err < 0) fail(what, nl_err);
@@ -47,7 +49,9 @@ Addr parse_addr(const std::string& text, int family) {
   return Addr(a);
 }
 
-Addr mac_addr(const MacAddress& mac) { return Addr(nl_addr_build(AF_LLC, mac.bytes, sizeof mac.bytes)); }
+Addr mac_addr(const MacAddress& mac) {
+  return Addr(nl_addr_build(AF_LLC, mac.bytes, sizeof mac.bytes));
+}
 
 }  // namespace
 
@@ -58,7 +62,9 @@ std::string MacAddress::str() const {
   return buf;
 }
 
-void Netlink::SockDeleter::operator()(nl_sock* s) const { nl_socket_free(s); }
+void Netlink::SockDeleter::operator()(nl_sock* s) const {
+  nl_socket_free(s);
+}
 
 Netlink::Netlink() : sock_(nl_socket_alloc()) {
   if (!sock_) throw Error("netlink: out of memory");

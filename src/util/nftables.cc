@@ -19,6 +19,8 @@ OwnedNftTable::OwnedNftTable(const std::string& name, const std::string& body) :
   }
 }
 
-OwnedNftTable::~OwnedNftTable() { nft_ctx_free(ctx_); }
+OwnedNftTable::~OwnedNftTable() {
+  nft_ctx_free(ctx_);
+}
 
 }  // namespace tracemod

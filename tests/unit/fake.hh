@@ -19,7 +19,9 @@ constexpr uint8_t kTcp = 6, kUdp = 17;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kPsh = 0x08, kAck = 0x10, kCwr = 0x80;
 
 // Big-endian field access on raw frames.
-inline uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+inline uint16_t rd16(const uint8_t* p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
 inline uint32_t rd32(const uint8_t* p) {
   return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
          (static_cast<uint32_t>(p[2]) << 8) | p[3];
@@ -42,20 +44,22 @@ inline uint16_t fold16(uint64_t acc) {
   while (acc > 0xffff) acc = (acc & 0xffff) + (acc >> 16);
   return static_cast<uint16_t>(acc);
 }
-inline uint16_t inet_checksum(const uint8_t* p, size_t n) { return static_cast<uint16_t>(~fold16(add_words(p, n))); }
+inline uint16_t inet_checksum(const uint8_t* p, size_t n) {
+  return static_cast<uint16_t>(~fold16(add_words(p, n)));
+}
 
 // What a frame looks like, and where its layers start (offsets into the Ethernet frame).
 struct FrameSpec {
   bool v6 = false;
   uint8_t proto = kUdp;
-  uint32_t payload = 100;       // L4 payload bytes
-  uint16_t gso_size = 0;        // 0: a plain frame; otherwise a GSO super-frame with this MSS
-  uint8_t gso_type = 0;         // 0: the natural one for v6/proto when gso_size != 0
+  uint32_t payload = 100;  // L4 payload bytes
+  uint16_t gso_size = 0;   // 0: a plain frame; otherwise a GSO super-frame with this MSS
+  uint8_t gso_type = 0;    // 0: the natural one for v6/proto when gso_size != 0
   uint8_t tcp_flags = kAck | kPsh;
   uint32_t tcp_option_bytes = 0;  // multiple of 4 (e.g. 12 for timestamps)
   uint32_t seq = 1000;
   uint16_t ip_id = 0x1234;
-  uint8_t pattern = 0;          // payload byte i is payload_byte(i, pattern)
+  uint8_t pattern = 0;  // payload byte i is payload_byte(i, pattern)
   Nanos arrival = 0;
 };
 
@@ -63,10 +67,18 @@ inline uint8_t payload_byte(uint32_t i, uint8_t pattern) {
   return static_cast<uint8_t>(i * 31u + (i >> 8) * 7u + pattern);
 }
 
-inline uint32_t l3_offset() { return kEthernetHeaderSize; }
-inline uint32_t l4_offset(const FrameSpec& s) { return kEthernetHeaderSize + (s.v6 ? 40 : 20); }
-inline uint32_t l4_header_size(const FrameSpec& s) { return s.proto == kTcp ? 20 + s.tcp_option_bytes : 8; }
-inline uint32_t payload_offset(const FrameSpec& s) { return l4_offset(s) + l4_header_size(s); }
+inline uint32_t l3_offset() {
+  return kEthernetHeaderSize;
+}
+inline uint32_t l4_offset(const FrameSpec& s) {
+  return kEthernetHeaderSize + (s.v6 ? 40 : 20);
+}
+inline uint32_t l4_header_size(const FrameSpec& s) {
+  return s.proto == kTcp ? 20 + s.tcp_option_bytes : 8;
+}
+inline uint32_t payload_offset(const FrameSpec& s) {
+  return l4_offset(s) + l4_header_size(s);
+}
 
 inline constexpr uint8_t kSrc4[4] = {10, 200, 3, 7}, kDst4[4] = {192, 168, 251, 42};
 inline constexpr uint8_t kSrc6[16] = {0x20, 0x01, 0x0d, 0xb8, 0xab, 0xcd, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0xfe, 0x01};
@@ -133,9 +145,10 @@ inline virtio_net_hdr vnet_for(const FrameSpec& s) {
   virtio_net_hdr h{};
   if (s.gso_size == 0) return h;
   h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-  h.gso_type = s.gso_type ? s.gso_type
+  h.gso_type = s.gso_type        ? s.gso_type
                : s.proto == kUdp ? VIRTIO_NET_HDR_GSO_UDP_L4
-               : s.v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+               : s.v6            ? VIRTIO_NET_HDR_GSO_TCPV6
+                                 : VIRTIO_NET_HDR_GSO_TCPV4;
   h.gso_size = s.gso_size;
   h.hdr_len = static_cast<uint16_t>(payload_offset(s));
   h.csum_start = static_cast<uint16_t>(l4_offset(s));
@@ -174,7 +187,9 @@ inline Packet udp_gso(BufferPool& pool, bool v6, uint16_t mss, uint32_t payload,
 }
 
 // The IPv4 ID of a plain or segmented IPv4 frame: tests use it as a packet's serial number.
-inline uint16_t ip_id_of(const Packet& p) { return rd16(p.frame() + l3_offset() + 4); }
+inline uint16_t ip_id_of(const Packet& p) {
+  return rd16(p.frame() + l3_offset() + 4);
+}
 
 // The full L4 checksum of an (unsegmented, non-GSO) frame, computed from scratch: pseudo-header, then the L4
 // header with its checksum field taken as zero, then the payload.
@@ -186,8 +201,14 @@ inline uint16_t full_l4_checksum(const uint8_t* f, uint32_t frame_len) {
   std::vector<uint8_t> pseudo;
   if (v6) {
     pseudo.assign(f + l3 + 8, f + l3 + 40);
-    const uint8_t tail[8] = {static_cast<uint8_t>(l4_len >> 24), static_cast<uint8_t>(l4_len >> 16),
-                             static_cast<uint8_t>(l4_len >> 8), static_cast<uint8_t>(l4_len), 0, 0, 0, proto};
+    const uint8_t tail[8] = {static_cast<uint8_t>(l4_len >> 24),
+                             static_cast<uint8_t>(l4_len >> 16),
+                             static_cast<uint8_t>(l4_len >> 8),
+                             static_cast<uint8_t>(l4_len),
+                             0,
+                             0,
+                             0,
+                             proto};
     pseudo.insert(pseudo.end(), tail, tail + 8);
   } else {
     pseudo.assign(f + l3 + 12, f + l3 + 20);

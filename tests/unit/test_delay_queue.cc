@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "packet/delay_queue.hh"
 #include "fake.hh"
+#include "packet/delay_queue.hh"
 
 namespace tracemod {
 namespace {
@@ -149,7 +149,7 @@ TEST(DelayQueue, GsoFrameCountsAsItsSegmentsInStats) {
 
 TEST(DelayQueue, DroppedGsoFrameCountsAllItsSegments) {
   BufferPool pool;
-  DelayQueue q(100, kSmall);  // a GSO frame needs a larger buffer than this
+  DelayQueue q(100, kSmall);                               // a GSO frame needs a larger buffer than this
   q.enqueue(fake::udp_gso(pool, true, 1200, 6000, 0), 0);  // 5 wire packets
   EXPECT_EQ(q.stats().in_packets, 5u);
   EXPECT_EQ(q.stats().dropped_packets, 5u);
@@ -164,8 +164,10 @@ TEST(DelayQueue, ConservationHoldsAtEveryStep) {
   Nanos now = 0;
   for (int step = 0; step < 2000; ++step) {
     now += 13 * 1000 + (step % 7) * 50 * 1000;
-    if (step % 5 == 0) q.enqueue(fake::tcp_gso(pool, step % 2 == 0, 1448, 1448 * 3 + 7, now), now);
-    else q.enqueue(udp4(pool, 200, now), now);
+    if (step % 5 == 0)
+      q.enqueue(fake::tcp_gso(pool, step % 2 == 0, 1448, 1448 * 3 + 7, now), now);
+    else
+      q.enqueue(udp4(pool, 200, now), now);
     ASSERT_TRUE(Conserved(q.stats())) << "after enqueue " << step;
     if (step % 3 == 0) {
       q.dequeue_ready(now, out);

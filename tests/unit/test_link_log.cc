@@ -182,7 +182,9 @@ struct BadLog {
 
 class LinkLogErrors : public testing::TestWithParam<BadLog> {};
 
-TEST_P(LinkLogErrors, NameFileAndLine) { EXPECT_EQ(error_of(GetParam().text), GetParam().error); }
+TEST_P(LinkLogErrors, NameFileAndLine) {
+  EXPECT_EQ(error_of(GetParam().text), GetParam().error);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     LinkLog, LinkLogErrors,
@@ -239,7 +241,9 @@ TEST(LinkLogPlotScript, HoldsBothPanelsAndTheDataInline) {
   EXPECT_NE(plot_script(s, PlotFormat::kPng, "t").find("set terminal pngcairo"), std::string::npos);
 }
 
-TEST(LinkLogPlotScript, QuotesControlCharactersAway) { EXPECT_EQ(gnuplot_quote("a\nb\t\"c\""), "\"a b \\\"c\\\"\""); }
+TEST(LinkLogPlotScript, QuotesControlCharactersAway) {
+  EXPECT_EQ(gnuplot_quote("a\nb\t\"c\""), "\"a b \\\"c\\\"\"");
+}
 
 }  // namespace
 }  // namespace tracemod

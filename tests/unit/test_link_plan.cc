@@ -1,5 +1,3 @@
-#include "packet/link_plan.hh"
-
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <net/if.h>
@@ -7,6 +5,8 @@
 #include <cstring>
 #include <set>
 #include <string>
+
+#include "packet/link_plan.hh"
 
 namespace tracemod {
 namespace {

@@ -49,8 +49,8 @@ struct Link {
                 std::shared_ptr<LinkLog> log = nullptr, Nanos start = 0) {
     const Nanos end = times.empty() ? 0 : times.back();
     q = std::make_unique<LinkQueue>(std::make_unique<ListSource>(std::move(times)), start, end,
-                                    make_queue_discipline("--uplink-queue-args", queue, args, RandomStream(1, 0)),
-                                    pool, std::move(log));
+                                    make_queue_discipline("--uplink-queue-args", queue, args, RandomStream(1, 0)), pool,
+                                    std::move(log));
   }
   void arrive(uint32_t payload, Nanos t, uint16_t id = 0) { q->enqueue(udp4(pool, payload, t, id), t); }
   // Runs the link to T and returns the release times of what left.
@@ -229,16 +229,20 @@ TEST(LinkQueue, OnceEndsAtTheLastLine) {
 }
 
 TEST(LinkQueue, ConservationUnderEveryDisciplineWithGsoAndSmallPackets) {
-  const std::pair<const char*, const char*> disciplines[] = {
-      {"infinite", ""}, {"droptail", "packets=20"}, {"drophead", "bytes=30000"},
-      {"codel", "target=5,interval=100,packets=1000"}, {"pie", "qdelay_ref=15,max_burst=150,packets=1000"}};
+  const std::pair<const char*, const char*> disciplines[] = {{"infinite", ""},
+                                                             {"droptail", "packets=20"},
+                                                             {"drophead", "bytes=30000"},
+                                                             {"codel", "target=5,interval=100,packets=1000"},
+                                                             {"pie", "qdelay_ref=15,max_burst=150,packets=1000"}};
   for (auto [name, args] : disciplines) {
     Link k(every(kMs / 4, 4000, kMs / 4), name, args);
     RandomStream r(3, 0);
     for (Nanos t = 0; t < 1000 * kMs; t += 50 * 1000) {
       const double u = r.uniform();
-      if (u < 0.3) k.q->enqueue(fake::tcp_gso(k.pool, u < 0.1, 1448, 1 + static_cast<uint32_t>(u * 20000), t), t);
-      else if (u < 0.8) k.arrive(static_cast<uint32_t>(u * kFullPayload), t);
+      if (u < 0.3)
+        k.q->enqueue(fake::tcp_gso(k.pool, u < 0.1, 1448, 1 + static_cast<uint32_t>(u * 20000), t), t);
+      else if (u < 0.8)
+        k.arrive(static_cast<uint32_t>(u * kFullPayload), t);
       k.q->dequeue_ready(t, k.out);
       ASSERT_TRUE(Conserved(k.q->stats())) << name;
     }

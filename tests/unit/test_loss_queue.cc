@@ -1,11 +1,10 @@
-#include "packet/loss_queue.hh"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "fake.hh"
+#include "packet/loss_queue.hh"
 
 namespace tracemod {
 namespace {
@@ -125,8 +124,12 @@ void expect_binomial_rate(double p, uint64_t seed) {
   EXPECT_EQ(q.stats().out_packets + q.stats().dropped_packets, static_cast<uint64_t>(n));
 }
 
-TEST(LossQueue, ObservedRateWithinBinomialBoundAtOnePercent) { expect_binomial_rate(0.01, 2024); }
-TEST(LossQueue, ObservedRateWithinBinomialBoundAtThirtyPercent) { expect_binomial_rate(0.3, 7); }
+TEST(LossQueue, ObservedRateWithinBinomialBoundAtOnePercent) {
+  expect_binomial_rate(0.01, 2024);
+}
+TEST(LossQueue, ObservedRateWithinBinomialBoundAtThirtyPercent) {
+  expect_binomial_rate(0.3, 7);
+}
 
 TEST(LossQueue, GsoFrameIsJudgedPerSegmentAndSplitWhenPartlyLost) {
   // The verdicts are one uniform draw per wire segment, in order: replay the same stream to predict them.

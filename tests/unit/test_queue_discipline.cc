@@ -299,8 +299,8 @@ TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
   struct Case {
     std::string name, first, first_example, second, second_example;
   };
-  for (const Case& c : {Case{"codel", "target", "5", "interval", "100"},
-                        Case{"pie", "qdelay_ref", "15", "max_burst", "150"}}) {
+  for (const Case& c :
+       {Case{"codel", "target", "5", "interval", "100"}, Case{"pie", "qdelay_ref", "15", "max_burst", "150"}}) {
     SCOPED_TRACE(c.name);
     const std::string first = c.first + "=" + c.first_example, second = c.second + "=" + c.second_example;
     const std::string prefix = "--uplink-queue-args: " + c.name;

@@ -124,7 +124,9 @@ TEST(BufferPool, WorkingSetIsAllocatedOnce) {
 
 TEST(BufferPool, SizeClassesDoNotShareBuffers) {
   BufferPool pool;
-  { Buffer small = pool.get(100); }
+  {
+    Buffer small = pool.get(100);
+  }
   Buffer big = pool.get(5000);  // the free small buffer cannot serve this
   EXPECT_EQ(big.capacity(), 16384u);
   EXPECT_EQ(pool.bytes_allocated(), 2048u + 16384u);
@@ -156,7 +158,7 @@ TEST(Buffer, MoveAssignmentReturnsTheOverwrittenBufferToThePool) {
   ASSERT_NE(da, db);
   b = std::move(a);
   EXPECT_EQ(b.data(), da);
-  EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move)
+  EXPECT_FALSE(a);           // NOLINT(bugprone-use-after-move)
   Buffer c = pool.get(100);  // b's old buffer went back to the free list
   EXPECT_EQ(c.data(), db);
   EXPECT_EQ(pool.bytes_allocated(), 2 * 2048u);

@@ -1,11 +1,10 @@
-#include "packet/segmenter.hh"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
 #include "fake.hh"
+#include "packet/segmenter.hh"
 
 namespace tracemod {
 namespace {

@@ -11,7 +11,9 @@
 namespace tracemod {
 namespace {
 
-constexpr Nanos ms(uint64_t v) { return static_cast<Nanos>(v) * kMillisecond; }
+constexpr Nanos ms(uint64_t v) {
+  return static_cast<Nanos>(v) * kMillisecond;
+}
 
 // The message of the UsageError that parsing TEXT throws, or "" if it parses.
 std::string parse_error(const std::string& text) {
@@ -125,7 +127,7 @@ TEST(TraceCursor, SkipBeforeCountsWhatItDiscards) {
 
 TEST(TraceCursor, SkipBeforeJumpsManyPeriodsExactly) {
   const DeliveryTrace t = DeliveryTrace::parse("1\n1\n4\n", "t");  // 3 per 4 ms
-  const uint64_t periods = 3600ull * 1000 * 24 / 4;              // a day of them
+  const uint64_t periods = 3600ull * 1000 * 24 / 4;                // a day of them
   auto c = t.cursor(false);
   EXPECT_EQ(c->next(), ms(1));
   // Before day + 1 ms: this period's other two, then every whole period up to the day.

@@ -42,7 +42,8 @@ TEST(TraceToolsDuration, UnitsAndWholeMilliseconds) {
             "invalid --duration '1.5ms': not a whole number of milliseconds");
   EXPECT_EQ(usage_error([] { parse_duration_ms("--window", "10"); }),
             "invalid --window '10': expected a duration and a unit: ms, s or min (e.g. 10s)");
-  EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "0s"); }), "invalid --duration '0s': must last at least 1 ms");
+  EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "0s"); }),
+            "invalid --duration '0s': must last at least 1 ms");
   EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "4294967296ms"); }),
             "invalid --duration '4294967296ms': longer than a trace can be (4294967295 ms)");
   for (const char* bad : {"-1s", "1..5s", "s", ".5s", "10 s", "10sec", "1e3ms", ""})
@@ -62,7 +63,9 @@ TEST(TraceToolsSegments, RatesAndDurations) {
             "invalid --steps segment '12mbit': expected RATE:DURATION (e.g. 12mbit:2s or 0:1s)");
   EXPECT_EQ(usage_error([] { parse_segments("--steps", "12mbit:1s,"); }),
             "invalid --steps segment '': expected RATE:DURATION (e.g. 12mbit:2s or 0:1s)");
-  EXPECT_EQ(usage_error([] { parse_segments("--steps", "12q:1s"); }).rfind("invalid --steps segment '12q:1s': invalid rate", 0),
+  EXPECT_EQ(usage_error([] {
+              parse_segments("--steps", "12q:1s");
+            }).rfind("invalid --steps segment '12q:1s': invalid rate", 0),
             0u);
   EXPECT_EQ(usage_error([] { parse_segments("--steps", "1mbit:1"); }),
             "invalid --steps segment '1mbit:1': expected a duration and a unit: ms, s or min (e.g. 10s)");
