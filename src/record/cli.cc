@@ -1,0 +1,172 @@
+// The command line of tm-record's server and client, turned into their configurations.
+#include "record/cli.hh"
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/tool.hh"
+#include "packet/trace.hh"
+#include "record/net.hh"
+#include "util/error.hh"
+#include "util/parse.hh"
+
+namespace tracemod::record {
+namespace {
+
+double parse_number(const std::string& option, const std::string& text, double low, double high, const char* unit) {
+  double v = NAN;
+  if (!tracemod::parse_double(text, v) || !(v >= low && v <= high)) {
+    std::ostringstream s;
+    s << "invalid " << option << " '" << text << "': expected " << unit << " from " << low << " to " << high;
+    throw UsageError(s.str());
+  }
+  return v;
+}
+
+tracemod::Nanos millis(const std::string& option, const std::string& text) {
+  return static_cast<tracemod::Nanos>(tracemod::parse_milliseconds(option, text) * 1e6);
+}
+
+// A rate as tm-link takes it ("12mbit", "1.5mbit"...), or 0 for no cap; bits per second.
+uint64_t max_rate(const std::string& option, const std::string& text) {
+  if (text == "0") return 0;
+  try {
+    return tracemod::parse_rate(text);
+  } catch (const UsageError& e) {
+    throw UsageError(option + ": " + e.what() + " (or 0: no cap)");
+  }
+}
+
+std::string get(const po::variables_map& vm, const char* name) {
+  return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+void fill_common(const po::variables_map& vm, CommonConfig& c) {
+  c.token = get(vm, "token");
+  if (vm.count("token-file")) {
+    std::ifstream f(get(vm, "token-file"));
+    if (!f) throw UsageError("invalid --token-file '" + get(vm, "token-file") + "': cannot read it");
+    std::getline(f, c.token);
+  }
+  if (c.token.empty() && std::getenv("TM_RECORD_TOKEN")) c.token = std::getenv("TM_RECORD_TOKEN");
+  if (c.token.empty())
+    throw UsageError("missing --token (or --token-file, TM_RECORD_TOKEN): server and client must share a secret");
+  if (vm.count("output")) c.output = get(vm, "output");
+  c.data_dev = get(vm, "data-dev");
+  c.feedback_dev = get(vm, "feedback-dev");
+  c.max_rate_bps = vm.count("max-rate") ? max_rate("--max-rate", get(vm, "max-rate")) : 100000000;
+  if (vm.count("feedback-timeout"))
+    c.feedback_silence = static_cast<tracemod::Nanos>(
+        parse_number("--feedback-timeout", get(vm, "feedback-timeout"), 0.5, 3600, "seconds") * 1e9);
+  c.quiet = vm.count("quiet") > 0;
+}
+
+uint32_t count(const po::variables_map& vm, const char* name, uint32_t low, uint32_t high, uint32_t fallback) {
+  if (!vm.count(name)) return fallback;
+  const double v = parse_number(std::string("--") + name, get(vm, name), low, high, "a whole number");
+  if (v != std::floor(v))
+    throw UsageError(std::string("invalid --") + name + " '" + get(vm, name) + "': expected a whole number");
+  return static_cast<uint32_t>(v);
+}
+
+void fill_window(const po::variables_map& vm, WindowParams& w) {
+  const std::string profile = vm.count("profile") ? get(vm, "profile") : "wifi";
+  if (profile == "lte")
+    w = lte_window();
+  else if (profile == "wifi")
+    w = wifi_window();
+  else
+    throw UsageError("invalid --profile '" + profile + "': expected wifi or lte");
+  if (vm.count("low-delay")) w.low_delay = millis("--low-delay", get(vm, "low-delay"));
+  if (vm.count("high-delay")) w.high_delay = millis("--high-delay", get(vm, "high-delay"));
+  if (w.low_delay > w.high_delay) throw UsageError("invalid --low-delay: it is above --high-delay");
+  w.min_window = count(vm, "min-window", 1, 1000000, w.min_window);
+  w.max_window = count(vm, "max-window", 1, 1000000, w.max_window);
+  if (w.min_window > w.max_window) throw UsageError("invalid --min-window: it is above --max-window");
+  w.initial_window = count(vm, "initial-window", 1, 1000000, w.initial_window);
+  if (vm.count("loss-timeout")) w.loss_timeout = millis("--loss-timeout", get(vm, "loss-timeout"));
+}
+
+}  // namespace
+
+po::options_description common_options() {
+  po::options_description d("Options of server and client");
+  d.add_options()                                                                                               //
+      ("token", po::value<std::string>()->value_name("T"), "shared secret (or TM_RECORD_TOKEN, --token-file)")  //
+      ("token-file", po::value<std::string>()->value_name("FILE"), "read the shared secret from FILE")          //
+      ("output,o", po::value<std::string>()->value_name("PREFIX"),
+       "write PREFIX.up / PREFIX.down and PREFIX.*.raw (default tm-record)")                                      //
+      ("data-dev", po::value<std::string>()->value_name("IFACE"), "send and receive data packets only on IFACE")  //
+      ("feedback-dev", po::value<std::string>()->value_name("IFACE"), "carry feedback only on IFACE")             //
+      ("data-port", po::value<std::string>()->value_name("PORT"), "UDP port of the server's data socket (9473)")  //
+      ("feedback", po::value<std::string>()->value_name("ADDR"),
+       "feedback path: HOST:PORT, [IPV6]:PORT or /unix/socket (client default SERVER:9474, server :9474)")  //
+      ("max-rate", po::value<std::string>()->value_name("RATE"),
+       "never send faster than RATE (default 100mbit; 0: no cap)")  //
+      ("feedback-timeout", po::value<std::string>()->value_name("S"),
+       "stop sending after S seconds without feedback (3)")  //
+      ("quiet,q", "no progress lines")                       //
+      ("help,h", "show this help and exit")                  //
+      ("version", "show the version and exit");
+  return d;
+}
+
+po::options_description client_options() {
+  po::options_description d("Options of client");
+  d.add_options()                                                                                                //
+      ("direction", po::value<std::string>()->value_name("DIR"), "up (default), down, or both (cellular only)")  //
+      ("duration", po::value<std::string>()->value_name("S"), "seconds to record, from the first arrival (30)")  //
+      ("packet-size", po::value<std::string>()->value_name("B"), "IP packet bytes (1500 = one opportunity)")     //
+      ("profile", po::value<std::string>()->value_name("P"), "window defaults: wifi (default) or lte")           //
+      ("low-delay", po::value<std::string>()->value_name("MS"), "grow the window below this queueing delay")     //
+      ("high-delay", po::value<std::string>()->value_name("MS"), "shrink it above this one")                     //
+      ("min-window", po::value<std::string>()->value_name("N"), "packets")                                       //
+      ("max-window", po::value<std::string>()->value_name("N"), "packets")                                       //
+      ("initial-window", po::value<std::string>()->value_name("N"), "packets")                                   //
+      ("loss-timeout", po::value<std::string>()->value_name("MS"),
+       "floor of the time after which an unacknowledged packet is lost")  //
+      ("server", po::value<std::string>()->value_name("SERVER"), "the server's data address");
+  return d;
+}
+
+po::options_description server_options() {
+  po::options_description d("Options of server");
+  d.add_options()                                                                                              //
+      ("listen", po::value<std::string>()->value_name("ADDR"), "bind the data socket to ADDR (default: all)")  //
+      ("once", "exit after one session");
+  return d;
+}
+
+ClientConfig client_config(const po::variables_map& vm) {
+  ClientConfig c;
+  fill_common(vm, c);
+  c.server = get(vm, "server");
+  if (c.server.empty()) throw UsageError("missing SERVER: the address the data packets go to");
+  if (vm.count("data-port")) c.data_port = parse_port("--data-port", get(vm, "data-port"));
+  c.feedback = get(vm, "feedback");
+  const std::string dir = vm.count("direction") ? get(vm, "direction") : "up";
+  if (dir != "up" && dir != "down" && dir != "both")
+    throw UsageError("invalid --direction '" + dir + "': expected up, down or both");
+  c.up = dir != "down";
+  c.down = dir != "up";
+  if (vm.count("duration"))
+    c.duration =
+        static_cast<tracemod::Nanos>(parse_number("--duration", get(vm, "duration"), 1, 86400, "seconds") * 1e9);
+  c.ip_packet_bytes = count(vm, "packet-size", 128, 9000, 1500);
+  fill_window(vm, c.window);
+  return c;
+}
+
+ServerConfig server_config(const po::variables_map& vm) {
+  ServerConfig c;
+  fill_common(vm, c);
+  c.listen = get(vm, "listen");
+  if (vm.count("data-port")) c.data_port = parse_port("--data-port", get(vm, "data-port"));
+  c.feedback = get(vm, "feedback");
+  c.once = vm.count("once") > 0;
+  return c;
+}
+
+}  // namespace tracemod::record
