@@ -15,6 +15,7 @@ void Lateness::add(Nanos late) {
 }
 
 uint64_t Lateness::quantile_us(double q) const {
+  if (count_ == 0) return 0;
   const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(q * static_cast<double>(count_) + 0.999999));
   uint64_t seen = 0;
   for (size_t i = 0; i < buckets_.size(); ++i)
@@ -158,8 +159,10 @@ Nanos LinkQueue::next_event() const {
 
 std::string LinkQueue::summary() const {
   std::ostringstream s;
-  s << discipline_->describe() << "; departures late by p50 " << lateness_.quantile_us(0.5) << " us, p99 "
-    << lateness_.quantile_us(0.99) << " us, max " << lateness_.max() / 1000 << " us";
+  s << discipline_->describe() << "; ";
+  if (lateness_.count() == 0) return s.str() + "no departures";
+  s << "departures late by p50 " << lateness_.quantile_us(0.5) << " us, p99 " << lateness_.quantile_us(0.99)
+    << " us, max " << lateness_.max() / 1000 << " us";
   return s.str();
 }
 

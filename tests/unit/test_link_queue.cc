@@ -187,6 +187,12 @@ TEST(LinkQueue, GsoFrameAtAHighRateLeavesWholeAtItsLastOpportunity) {
   EXPECT_TRUE(Conserved(k.q->stats()));
 }
 
+TEST(LinkQueue, ALinkWithoutDeparturesReportsNoLateness) {
+  Link k(every(kMs, 2, kMs));
+  EXPECT_EQ(k.q->lateness().quantile_us(0.99), 0u);
+  EXPECT_EQ(k.q->summary(), "infinite; no departures");
+}
+
 TEST(LinkQueue, LateDeparturesAreMeasured) {
   Link k(every(kMs, 2, kMs));
   k.arrive(kFullPayload, 0);
