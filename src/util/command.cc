@@ -14,8 +14,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "util/capabilities.hh"
+#include "util/error.hh"
 #include "util/file_descriptor.hh"
 
 namespace tracemod {
@@ -80,10 +82,20 @@ void become(const CommandSpec& spec) {
   }
 }
 
+// An --outside command reads nothing and writes to the shell's standard error.
+void detach_streams() {
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) dup2(null, 0);
+  dup2(2, 1);
+}
+
 [[noreturn]] void exec_command(const CommandSpec& spec) {
+  // A signal the init forwarded before we exec must act on the command, not on the init's no-op handlers.
+  for (int s : forwarded_signals()) signal(s, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (spec.detach) detach_streams();
   become(spec);
   std::vector<char*> argv, envp;
   for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -130,6 +142,7 @@ void run_init(const CommandSpec& spec, int go_fd) {
   char go = 0;
   if (::read(go_fd, &go, 1) != 1) _exit(1);  // the shell failed or died before the link was ready
   ::close(go_fd);
+  if (spec.detach) setsid();  // out of the terminal's process group: Ctrl-C is for the command
   remount_proc(spec);
   override_resolv_conf(spec);
 
@@ -166,6 +179,29 @@ void run_init(const CommandSpec& spec, int go_fd) {
       kill(child, static_cast<int>(si.ssi_signo));
     }
   }
+}
+
+pid_t start_init(const CommandSpec& spec, FileDescriptor& go) {
+  int pipe_fds[2];
+  check_syscall("pipe", pipe2(pipe_fds, O_CLOEXEC));
+  struct Args {
+    const CommandSpec* spec;
+    int read_fd, write_fd;
+  } args{&spec, pipe_fds[0], pipe_fds[1]};
+  static constexpr size_t kStack = 256 * 1024;
+  std::unique_ptr<char[]> stack(new char[kStack]);
+  auto entry = [](void* a) -> int {
+    auto* p = static_cast<Args*>(a);
+    ::close(p->write_fd);
+    run_init(*p->spec, p->read_fd);
+  };
+  const pid_t pid = clone(entry, stack.get() + kStack, CLONE_NEWPID | SIGCHLD, &args);
+  const int err = errno;
+  ::close(pipe_fds[0]);
+  go = FileDescriptor(pipe_fds[1]);
+  if (pid < 0)
+    throw_errno(err == ENOSPC ? "create pid namespace (the kernel nests at most 32)" : "create pid namespace", err);
+  return pid;
 }
 
 }  // namespace tracemod

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "util/file_descriptor.hh"
+
 namespace tracemod {
 
 struct Identity {
@@ -27,11 +29,17 @@ struct CommandSpec {
   std::vector<std::string> env;   // complete environment, "K=V"
   Identity identity;
   std::string resolv_conf;  // if not empty: what the command sees as /etc/resolv.conf
+  bool detach = false;      // a session of its own, stdin from /dev/null, stdout to stderr (--outside)
 };
 
 // Runs in the freshly forked init. Waits for one byte on GO_FD (EOF: the shell gave up), then starts the
 // command and returns only through _exit with the command's status (128+N if killed by signal N).
 [[noreturn]] void run_init(const CommandSpec& spec, int go_fd);
+
+// Clones the init of SPEC as pid 1 of a new pid namespace, in the caller's network namespace; it waits until a
+// byte is written to GO (or GO closes: it gives up). clone() rather than unshare(CLONE_NEWPID)+fork(): the
+// caller must stay able to start threads.
+pid_t start_init(const CommandSpec& spec, FileDescriptor& go);
 
 // Signals the shell and its init pass on to the command.
 const std::vector<int>& forwarded_signals();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "util/error.hh"
+#include "util/sysctl.hh"
 
 namespace tracemod {
 
@@ -39,6 +40,29 @@ InNetns::~InNetns() {
     static const char msg[] = "tracemod: cannot return to the original network namespace\n";
     (void)!::write(2, msg, sizeof msg - 1);
     ::_exit(1);
+  }
+}
+
+void configure_router_namespace() {
+  write_sysctl("net/ipv4/ip_forward", "1");
+  write_sysctl("net/ipv6/conf/all/forwarding", "1");
+  for (const char* scope : {"all", "default"}) {
+    const std::string base = std::string("net/ipv6/conf/") + scope + "/";
+    write_sysctl(base + "accept_dad", "0");
+    write_sysctl(base + "dad_transmits", "0");
+    write_sysctl(base + "router_solicitations", "0");
+    write_sysctl(base + "accept_ra", "0");
+  }
+  // Unprivileged ICMP echo, as most hosts allow; only mapped gids are valid inside an unprivileged user
+  // namespace, so fall back to our own. Best effort: the command also holds CAP_NET_RAW.
+  try {
+    write_sysctl("net/ipv4/ping_group_range", "0 2147483647");
+  } catch (const Error&) {
+    const std::string gid = std::to_string(getegid());
+    try {
+      write_sysctl("net/ipv4/ping_group_range", gid + " " + gid);
+    } catch (const Error&) {
+    }
   }
 }
 

@@ -26,6 +26,10 @@ class InNetns {
   const FileDescriptor& home_;
 };
 
+// Makes the current network namespace route for the one inside it: forwarding on, and no IPv6
+// autoconfiguration chatter (DAD, router solicitations) crossing an emulated link.
+void configure_router_namespace();
+
 // Turns a failed unshare(CLONE_NEWUSER) into a message naming the kernel setting that refused.
 [[noreturn]] void explain_userns_failure(int err);
 

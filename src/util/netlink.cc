@@ -145,6 +145,17 @@ void Netlink::add_neighbour(const std::string& name, const std::string& address,
         rtnl_neigh_add(sock_.get(), neigh.get(), NLM_F_CREATE | NLM_F_REPLACE));
 }
 
+void Netlink::configure_end(const LinkEnd& e, bool default_route) {
+  add_address(e.ifname, e.local4 + "/30");
+  add_address(e.ifname, e.local6 + "/64");
+  set_up(e.ifname);
+  add_neighbour(e.ifname, e.peer4, e.peer_mac);
+  add_neighbour(e.ifname, e.peer6, e.peer_mac);
+  if (!default_route) return;
+  add_route("default", e.peer4, e.ifname, AF_INET);
+  add_route("default", e.peer6, e.ifname, AF_INET6);
+}
+
 std::optional<Netlink::DefaultRoute> Netlink::default_route(int family) {
   nl_cache* raw = nullptr;
   check("read routes", rtnl_route_alloc_cache(sock_.get(), family, 0, &raw));

@@ -16,6 +16,12 @@ struct MacAddress {
   std::string str() const;
 };
 
+// One end of a point-to-point veth link: its interface and addresses (in a /30 and a /64), and the other end's.
+struct LinkEnd {
+  std::string ifname, local4, local6, peer4, peer6;
+  MacAddress peer_mac;
+};
+
 class Netlink {
  public:
   Netlink();
@@ -41,6 +47,10 @@ class Netlink {
     std::string ifname;
   };
   std::optional<DefaultRoute> default_route(int family);
+
+  // END's addresses, the interface up, permanent neighbour entries for the other end; with DEFAULT_ROUTE,
+  // default routes (v4 and v6) through the other end.
+  void configure_end(const LinkEnd& end, bool default_route);
 
  private:
   struct SockDeleter {

@@ -1,22 +1,22 @@
 """Names resolve inside as they do outside, also when the host's resolver listens on loopback (as
-systemd-resolved's 127.0.0.53 does): the shell points the command's /etc/resolv.conf at an address that pasta
-maps to that resolver. The "host" here is a namespace of the test's own, with a fake resolver on 127.0.0.53
+systemd-resolved's 127.0.0.53 does): the shell points the command's /etc/resolv.conf at an address that the
+outside path (the kernel path's NAT on the host, or pasta) maps to that resolver. The "host" here is a namespace of the test's own, with a fake resolver on 127.0.0.53
 that answers every A query itself, so no query leaves the machine."""
 import os
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
 
-from conftest import TIMEOUT
+from conftest import TIMEOUT, read_until
 
 ANSWER = "198.18.5.5"
 RESOLVER = r"""
 import socket, struct
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("127.0.0.53", 53))
+print("ready", flush=True)
 while True:
     q, peer = s.recvfrom(512)
     end = 12
@@ -56,8 +56,8 @@ def host_with_loopback_resolver():
         ip("-n", host, "link", "set", "up0", "up")
         ip("-n", gw, "link", "set", "gw0", "up")
         ip("-n", host, "route", "add", "default", "via", "198.18.9.1")
-        resolver = subprocess.Popen(["ip", "netns", "exec", host, "python3", "-c", RESOLVER])
-        time.sleep(0.3)
+        resolver = subprocess.Popen(["ip", "netns", "exec", host, "python3", "-c", RESOLVER], stdout=subprocess.PIPE)
+        read_until(resolver, "ready")
         yield host, conf.name
     finally:
         if resolver:
@@ -68,12 +68,12 @@ def host_with_loopback_resolver():
         os.unlink(conf.name)
 
 
-@pytest.mark.parametrize("depth", [1, 2])
-def test_names_resolve_through_a_loopback_resolver(root, tools, host_with_loopback_resolver, depth):
+@pytest.mark.parametrize("path,depth", [("kernel", 1), ("kernel", 2), ("pasta", 1)])
+def test_names_resolve_through_a_loopback_resolver(root, tools, host_with_loopback_resolver, path, depth):
     host, conf = host_with_loopback_resolver
     cmd = ["sh", "-c", "cat /etc/resolv.conf; getent hosts tracemod.test"]
-    for _ in range(depth):
-        cmd = tools.delay(0, cmd=cmd)
+    for level in range(depth):
+        cmd = tools.delay(*(["--pasta"] if path == "pasta" and level == depth - 1 else []), 0, cmd=cmd)
     inner = "mount --bind \"$0\" /etc/resolv.conf && exec \"$@\""
     r = root.run(["ip", "netns", "exec", host, "unshare", "-m", "sh", "-c", inner, conf, *cmd])
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,7 +1,7 @@
 """The variables each level sets (TM_BASE, TM_OUTER, TM_DEPTH, ...) and the prompt prefix."""
 import pytest
 
-from conftest import TM_BASE, TM_BASE6, deepest_prompt, sh
+from conftest import OUTERMOST_OUTER, OUTERMOST_OUTER6, TM_BASE, TM_BASE6, deepest_prompt, sh
 
 VARIABLES = ("TM_DEPTH", "TM_BASE", "TM_BASE6", "MAHIMAHI_BASE", "TM_OUTER", "TM_OUTER6")
 # Each level prints its variables, then whether it reaches TM_BASE and TM_BASE6, then starts the next one.
@@ -26,7 +26,7 @@ def test_variables_at_each_level(who, tools):
     for level in found:
         assert (level["TM_BASE"], level["TM_BASE6"], level["MAHIMAHI_BASE"]) == (TM_BASE, TM_BASE6, TM_BASE), level
         assert level["ping"] == "reached", level
-    assert (found[0]["TM_OUTER"], found[0]["TM_OUTER6"]) == (TM_BASE, TM_BASE6)
+    assert (found[0]["TM_OUTER"], found[0]["TM_OUTER6"]) == (OUTERMOST_OUTER, OUTERMOST_OUTER6)
     assert len({level["TM_OUTER"] for level in found}) == 3 and len({level["TM_OUTER6"] for level in found}) == 3
 
 
@@ -35,7 +35,7 @@ def test_outermost_shell_replaces_stale_values(root, tools):
              "TM_OUTER": "192.0.2.1", "TM_PROMPT": "[stale] "}
     r = root.run(tools.delay(0, cmd=sh('echo "$TM_BASE $TM_BASE6 $MAHIMAHI_BASE $TM_OUTER $TM_PROMPT"')), env=stale)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == f"{TM_BASE} {TM_BASE6} {TM_BASE} {TM_BASE} [delay 0] \n"
+    assert r.stdout == f"{TM_BASE} {TM_BASE6} {TM_BASE} {OUTERMOST_OUTER} [delay 0] \n"
 
 
 SHELLS = {"bash": ["bash", "--norc", "-i"], "sh": ["sh", "-i"]}

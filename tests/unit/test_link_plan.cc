@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "packet/link_plan.hh"
+#include "shell/link_plan.hh"
 
 namespace tracemod {
 namespace {

@@ -1,4 +1,4 @@
-#include "util/host_helper.hh"
+#include "outside/host_helper.hh"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -9,14 +9,16 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "outside/host_link.hh"
 #include "util/error.hh"
 
 namespace tracemod {
 namespace {
 
-enum Op : int { kMaps = 1, kPasta = 2 };
+enum Op : int { kMaps = 1, kPasta = 2, kHostLink = 3 };
 
 struct Request {
   int op;
@@ -25,9 +27,31 @@ struct Request {
   gid_t gid;
   int verbose;
   int netns_fd;
+  uint32_t start;
   char ifname[16];
-  char dns_forward[64];
+  char address[64];  // pasta's DNS forward address, or the host's loopback resolver
 };
+
+struct HostLinkReply {
+  int32_t number;      // the claimed tmhN, or -1
+  int32_t permission;  // the host refused for lack of privilege
+  char error[512];
+};
+
+// Builds the host side of the kernel path; it lives as long as the helper.
+HostLinkReply host_link(const Request& r, std::unique_ptr<HostLink>& link) {
+  HostLinkReply reply{-1, 0, {}};
+  try {
+    const std::string p0 = "/proc/" + std::to_string(r.pid) + "/fd/" + std::to_string(r.netns_fd);
+    FileDescriptor ns = FileDescriptor::open(p0, O_RDONLY);
+    link = std::make_unique<HostLink>(ns.get(), r.start, r.address);
+    reply.number = static_cast<int32_t>(link->plan().number);
+  } catch (const std::exception& e) {
+    std::strncpy(reply.error, e.what(), sizeof reply.error - 1);
+    reply.permission = std::strstr(e.what(), std::strerror(EPERM)) != nullptr;
+  }
+  return reply;
+}
 
 // Returns 0 or an errno value.
 int write_map_file(pid_t pid, const char* file, const std::string& text) {
@@ -63,7 +87,7 @@ int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
                                    // spliced in: the shell's own DNAT decides what TM_BASE reaches.
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none"};
   if (geteuid() == 0) args.insert(args.end(), {"--runas", "0:0"});  // else pasta drops to nobody and fails
-  if (r.dns_forward[0]) args.insert(args.end(), {"--dns-forward", r.dns_forward});
+  if (r.address[0]) args.insert(args.end(), {"--dns-forward", r.address});
   const std::string proc = "/proc/" + std::to_string(r.pid);
   args.insert(args.end(), {"--userns", proc + "/ns/user", "--netns", proc + "/fd/" + std::to_string(r.netns_fd)});
   std::vector<char*> argv;
@@ -76,18 +100,23 @@ int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
   _exit(127);
 }
 
+// Serves the shell's requests until it closes the channel or kills the helper; a host link lives until then.
 [[noreturn]] void helper_main(int fd) {
   Request r{};
+  std::unique_ptr<HostLink> link;
   while (::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
     if (r.op == kMaps) {
       int err = write_maps_for(r.pid, r.uid, r.gid);
       if (::write(fd, &err, sizeof err) != sizeof err) _exit(1);
+    } else if (r.op == kHostLink) {
+      const HostLinkReply reply = host_link(r, link);
+      if (::write(fd, &reply, sizeof reply) != sizeof reply) _exit(1);
     } else if (r.op == kPasta) {
       ::close(fd);
       become_pasta(r);
     }
   }
-  _exit(0);
+  _exit(0);  // the kernel removes the host link's table as the helper's socket closes, and its veth with P0
 }
 
 }  // namespace
@@ -111,13 +140,19 @@ HostHelper::HostHelper() {
 }
 
 HostHelper::~HostHelper() {
-  // pasta holds no state worth a graceful stop. Not waited for: tearing down its tap device takes ~40 ms,
-  // and it is already dying; the shell exits right after, and init reaps it.
+  finish();
+}
+
+void HostHelper::finish() {
+  // Neither pasta nor a host link holds state worth a graceful stop, and the kernel takes down what they made
+  // (a tap device, a veth, an owner nft table) as they die, as it does after SIGKILL. Not waited for: that
+  // takes 40-60 ms, and the shell exits right after; init reaps the helper.
   if (pid_ > 0) ::kill(pid_, SIGKILL);
+  pid_ = -1;
 }
 
 void HostHelper::write_maps(pid_t shell, uid_t uid, gid_t gid) {
-  Request r{kMaps, shell, uid, gid, 0, -1, {}, {}};
+  Request r{kMaps, shell, uid, gid, 0, -1, 0, {}, {}};
   check_syscall("ask helper for user mappings", ::write(channel_.get(), &r, sizeof r));
   int err = 0;
   if (::read(channel_.get(), &err, sizeof err) != sizeof err) throw Error("write user namespace maps: helper died");
@@ -126,11 +161,27 @@ void HostHelper::write_maps(pid_t shell, uid_t uid, gid_t gid) {
 
 void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname, const std::string& dns_forward,
                             bool verbose) {
-  Request r{kPasta, shell, 0, 0, verbose, netns_fd, {}, {}};
+  Request r{kPasta, shell, 0, 0, verbose, netns_fd, 0, {}, {}};
   std::strncpy(r.ifname, ifname.c_str(), sizeof r.ifname - 1);
-  std::strncpy(r.dns_forward, dns_forward.c_str(), sizeof r.dns_forward - 1);
+  std::strncpy(r.address, dns_forward.c_str(), sizeof r.address - 1);
   check_syscall("start pasta", ::write(channel_.get(), &r, sizeof r));
   channel_.reset();
+}
+
+void HostHelper::request_host_link(pid_t shell, int netns_fd, uint32_t start, const std::string& resolver) {
+  Request r{kHostLink, shell, 0, 0, 0, netns_fd, start, {}, {}};
+  std::strncpy(r.address, resolver.c_str(), sizeof r.address - 1);
+  check_syscall("ask helper for the host link", ::write(channel_.get(), &r, sizeof r));
+}
+
+HostLinkPlan HostHelper::host_link() {
+  HostLinkReply reply{};
+  if (::read(channel_.get(), &reply, sizeof reply) != sizeof reply) throw Error("create host link: helper died");
+  if (reply.number < 0) {
+    if (reply.permission) throw HostPermissionError(reply.error);
+    throw Error(reply.error);
+  }
+  return plan_host_link(static_cast<uint32_t>(reply.number));
 }
 
 bool HostHelper::reap_if_exited() {

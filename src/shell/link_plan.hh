@@ -3,6 +3,7 @@
 // Each level masquerades its command's traffic as it leaves, so inner addresses never need routes outside.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "util/netlink.hh"
@@ -20,6 +21,24 @@ struct LinkPlan {
 };
 
 LinkPlan plan_link(int level, int sibling);
+
+// The kernel path's link between the host and the outermost shell's private outer namespace P0 (see
+// src/outside/outside.hh). Each running shell claims its own number N: the host end is named tmhN, and its
+// /30 in 100.100.0.0/16 and /64 in fd74:6d00:ffff::/48 lie outside every shell's link plan, so concurrent
+// shells never collide on the host.
+struct HostLinkPlan {
+  static constexpr uint32_t kCount = 16384;  // /30s in 100.100.0.0/16
+  uint32_t number = 0;
+  std::string host_ifname;             // in the host namespace
+  std::string host4, outer4, subnet4;  // host = the host's end, outer = P0's end
+  std::string host6, outer6, subnet6;
+  MacAddress host_mac, outer_mac;
+};
+
+HostLinkPlan plan_host_link(uint32_t number);
+
+// P0's end of the host link.
+constexpr const char* kHostLinkOuterName = "host0";
 
 // Interface names inside the link namespace and the command namespace.
 constexpr const char* kLinkOuterName = "outer";

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "outside/outside.hh"
 #include "packet/buffer_pool.hh"
+#include "packet/capture.hh"
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 
@@ -21,7 +23,8 @@ struct ShellOptions {
   std::vector<std::string> command;    // empty: the user's $SHELL
   std::vector<std::string> log_lines;  // said with -v: the seed and similar facts of the run
   bool verbose = false;
-  bool isolated = false;  // do not try pasta
+  OutsideOptions outside;                // how the outermost shell meets the host; --outside CMD
+  std::shared_ptr<LinkCapture> capture;  // --pcap: null if none
 };
 
 using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
