@@ -1,4 +1,7 @@
-// tm-loss: independent random loss per packet, per direction.
+// tm-loss: random loss per packet, per direction: independent, bursty (Gilbert-Elliott, netem's four-state
+// chain) or by bit-error rate; what a hit costs (drop, corrupt, link-layer retries); duplication.
+#include <array>
+#include <memory>
 #include <sstream>
 
 #include "frontend/tool.hh"
@@ -7,60 +10,107 @@
 
 namespace {
 
-std::string text(double v) {
+using namespace tracemod;
+
+std::string get(const po::variables_map& vm, const std::string& name) {
+  return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+std::string number(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
 }
 
-tracemod::QueueFactory configure(const tracemod::po::variables_map& vm, tracemod::ShellOptions& shell) {
-  auto get = [&](const char* name) { return vm.count(name) ? vm[name].as<std::string>() : std::string(); };
-  double up = 0, down = 0;
-  const std::string dir = get("direction"), rate = get("rate");
-  if (!dir.empty()) {
-    if (rate.empty()) throw tracemod::UsageError("missing loss rate after '" + dir + "'");
-    if (dir == "uplink")
-      up = tracemod::parse_probability("uplink loss rate", rate);
-    else if (dir == "downlink")
-      down = tracemod::parse_probability("downlink loss rate", rate);
-    else
-      throw tracemod::UsageError("invalid direction '" + dir + "': expected uplink or downlink");
-    if (vm.count(dir == "uplink" ? "uplink-loss" : "downlink-loss"))
-      throw tracemod::UsageError("the " + dir + " loss rate is given twice");
-  }
-  if (vm.count("uplink-loss")) up = tracemod::parse_probability("--uplink-loss", get("uplink-loss"));
-  if (vm.count("downlink-loss")) down = tracemod::parse_probability("--downlink-loss", get("downlink-loss"));
-  if (dir.empty() && !vm.count("uplink-loss") && !vm.count("downlink-loss"))
-    throw tracemod::UsageError("missing loss rate: give uplink|downlink RATE, or --uplink-loss/--downlink-loss");
-  const uint64_t seed = vm.count("seed") ? tracemod::parse_seed(get("seed")) : tracemod::random_seed();
+// One direction as the command line describes it, checked before anything starts.
+struct Direction {
+  std::unique_ptr<LossModel> model;  // handed to the queue when the shell makes it
+  ChannelEffects effects;
+  bool given = false;  // a loss or duplication was asked for
+};
+
+// The model of DIR: the Mahimahi form ("uplink RATE") or --DIR-loss, not both.
+std::string model_spec(const po::variables_map& vm, const std::string& dir) {
+  const std::string positional = get(vm, "direction"), rate = get(vm, "rate"), option = get(vm, dir + "-loss");
+  if (positional != dir) return option;
+  if (rate.empty()) throw UsageError("missing loss rate after '" + dir + "'");
+  if (!option.empty()) throw UsageError("the " + dir + " loss rate is given twice");
+  return rate;
+}
+
+Direction read_direction(const po::variables_map& vm, const std::string& dir, int index, uint64_t seed) {
+  Direction d;
+  const std::string spec = model_spec(vm, dir);
+  const std::string option = get(vm, "direction") == dir ? dir + " loss rate" : "--" + dir + "-loss";
+  d.model =
+      make_loss_model(option, spec.empty() ? "0" : spec, RandomStream(seed, stream_id(index, StreamPurpose::kLoss)));
+  if (vm.count(dir + "-error-mode"))
+    d.effects.error = parse_error_mode("--" + dir + "-error-mode", get(vm, dir + "-error-mode"));
+  if (vm.count(dir + "-duplicate"))
+    d.effects.duplicate = parse_probability("--" + dir + "-duplicate", get(vm, dir + "-duplicate"));
+  d.effects.seed = seed;
+  d.effects.direction = index;
+  d.given = !spec.empty() || vm.count(dir + "-duplicate");
+  return d;
+}
+
+// "0.01", "gilbert:p=0.1,r=0.5,h=0,k=1,arq", for the prompt.
+std::string tag(const Direction& d) {
+  const std::string model = d.model->describe();
+  std::string s = model.substr(0, model.find(" ("));
+  if (d.effects.error.kind != ErrorMode::Kind::kDrop) s += "," + d.effects.error.describe();
+  if (d.effects.duplicate > 0) s += ",dup=" + number(d.effects.duplicate);
+  return s;
+}
+
+QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
+  const std::string positional = get(vm, "direction");
+  if (!positional.empty() && positional != "uplink" && positional != "downlink")
+    throw UsageError("invalid direction '" + positional + "': expected uplink or downlink");
+  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  auto dirs = std::make_shared<std::array<Direction, 2>>();
+  (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", Ferry::kUplink, seed);
+  (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", Ferry::kDownlink, seed);
+  if (!(*dirs)[0].given && !(*dirs)[1].given)
+    throw UsageError("missing loss rate: give uplink|downlink RATE, or --uplink-loss/--downlink-loss");
   shell.log_lines.push_back("seed " + std::to_string(seed));
-  shell.prompt_tag = "[loss up=" + text(up) + " down=" + text(down) + "]";
-  return [=](tracemod::Ferry::Direction d, tracemod::BufferPool& pool) -> std::unique_ptr<tracemod::PacketQueue> {
-    return std::make_unique<tracemod::LossQueue>(d == tracemod::Ferry::kUplink ? up : down,
-                                                 tracemod::RandomStream(seed, d), pool);
+  for (int i : {0, 1}) {
+    const Direction& d = (*dirs)[i];
+    shell.log_lines.push_back(std::string(i == 0 ? "uplink" : "downlink") + ": loss " + d.model->describe() +
+                              ", error mode " + d.effects.error.describe() + ", duplicate " +
+                              number(d.effects.duplicate));
+  }
+  shell.prompt_tag = "[loss up=" + tag((*dirs)[0]) + " down=" + tag((*dirs)[1]) + "]";
+  return [dirs](Ferry::Direction which, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
+    Direction& d = (*dirs)[which];
+    return std::make_unique<LossQueue>(std::move(d.model), d.effects, pool);
   };
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  tracemod::Tool tool;
+  Tool tool;
   tool.name = "tm-loss";
   tool.synopsis =
-      "[OPTIONS] uplink|downlink RATE [-- COMMAND [ARGS...]]\n       tm-loss [OPTIONS] "
-      "--uplink-loss R --downlink-loss R [-- COMMAND [ARGS...]]";
+      "[OPTIONS] uplink|downlink MODEL [-- COMMAND [ARGS...]]\n       tm-loss [OPTIONS] "
+      "--uplink-loss MODEL --downlink-loss MODEL [-- COMMAND [ARGS...]]";
   tool.summary =
-      "Run COMMAND (default: your $SHELL) behind a link that drops each packet independently\n"
-      "with the given probability (0 to 1) in each direction.";
-  tool.options.add_options()  //
-      ("direction", tracemod::po::value<std::string>()->value_name("DIR"),
-       "uplink or downlink (Mahimahi form, with RATE)")                                                              //
-      ("rate", tracemod::po::value<std::string>()->value_name("RATE"), "loss probability for that direction")        //
-      ("uplink-loss", tracemod::po::value<std::string>()->value_name("R"), "loss probability outward")               //
-      ("downlink-loss", tracemod::po::value<std::string>()->value_name("R"), "loss probability toward the command")  //
-      ("seed", tracemod::po::value<std::string>()->value_name("N"),
-       "seed of the random drops (default: random; -v shows it)");
+      "Run COMMAND (default: your $SHELL) behind a link that loses packets at random in each direction.\n"
+      "MODEL: a probability (0.01 or 1%), gilbert:p=P,r=R[,h=H][,k=K], markov4:p13=P[,p31=,p32=,p23=,p14=],\n"
+      "or ber:B (see man tm-loss).";
+  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
+  tool.options.add_options()                                                                                   //
+      ("direction", text("DIR"), "uplink or downlink (Mahimahi form, with MODEL)")                             //
+      ("rate", text("MODEL"), "loss model for that direction")                                                 //
+      ("uplink-loss", text("MODEL"), "loss model outward")                                                     //
+      ("downlink-loss", text("MODEL"), "loss model toward the command")                                        //
+      ("uplink-error-mode", text("MODE"), "what a hit packet meets: drop, corrupt or arq:delay=MS,retries=N")  //
+      ("downlink-error-mode", text("MODE"), "the same, toward the command")                                    //
+      ("uplink-duplicate", text("P"), "probability of an extra copy of a delivered packet")                    //
+      ("downlink-duplicate", text("P"), "the same, toward the command")                                        //
+      ("seed", text("N"), "seed of every random choice (default: random; -v shows it)");
   tool.positional.add("direction", 1).add("rate", 1);
   tool.configure = configure;
-  return tracemod::run_tool(argc, argv, tool);
+  return run_tool(argc, argv, tool);
 }

@@ -52,8 +52,12 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
     if (!ok_to_drop) dropping_ = false;
     // A large backlog may make several drops due at once.
     while (dropping_ && now >= drop_next_) {
-      drops.dropped(std::move(out), now);
       ++count_;
+      if (params_.ecn && mark(out)) {
+        drop_next_ = control_law(drop_next_);
+        return true;
+      }
+      drops.dropped(std::move(out), now);
       if (!take_checked(out, now, ok_to_drop)) {
         dropping_ = false;
         return false;
@@ -66,6 +70,10 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
     return true;
   }
   if (!ok_to_drop) return true;
+  if (params_.ecn && mark(out)) {
+    enter_dropping(now);
+    return true;
+  }
   drops.dropped(std::move(out), now);
   const bool have = take_checked(out, now, ok_to_drop);
   enter_dropping(now);
@@ -74,7 +82,7 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
 
 std::string CodelQueue::describe() const {
   return "codel target=" + format_ms(params_.target) + " interval=" + format_ms(params_.interval) +
-         describe_limits(params_.limits);
+         describe_limits(params_.limits) + (params_.ecn ? " ecn=1" : "");
 }
 
 }  // namespace tracemod

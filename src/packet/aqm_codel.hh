@@ -1,6 +1,7 @@
 // CoDel (RFC 8289): drops on dequeue when the sojourn time of the packets leaving has stayed above TARGET for
 // at least INTERVAL, then at intervals of INTERVAL/sqrt(count) while it stays above. The sojourn time is
-// measured at the opportunity that serves the queue.
+// measured at the opportunity that serves the queue. With ECN, a drop that falls on an ECN-capable packet marks
+// it CE and lets it through instead (as Linux's codel does: the mark counts as that interval's drop).
 #pragma once
 
 #include <string>
@@ -13,6 +14,7 @@ namespace tracemod {
 struct CodelParams {
   Nanos target = 5 * kMillisecond, interval = 100 * kMillisecond;
   QueueLimits limits;  // tail drop beyond these, as in Mahimahi
+  bool ecn = false;
 };
 
 class CodelQueue : public QueueDiscipline {

@@ -65,7 +65,9 @@ bool PieQueue::drop_early() {
 
 void PieQueue::enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) {
   catch_up(now);
-  if (!fits(params_.limits, p) || drop_early()) return drops.dropped(std::move(p), now);
+  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now);
+  if (drop_early() && !(params_.ecn && drop_prob_ <= kMarkEcnThreshold && mark(p)))
+    return drops.dropped(std::move(p), now);
   push(std::move(p));
 }
 
@@ -76,7 +78,7 @@ bool PieQueue::dequeue(QueuedPacket& out, Nanos now, DropSink&) {
 
 std::string PieQueue::describe() const {
   return "pie qdelay_ref=" + format_ms(params_.qdelay_ref) + " max_burst=" + format_ms(params_.max_burst) +
-         describe_limits(params_.limits);
+         describe_limits(params_.limits) + (params_.ecn ? " ecn=1" : "");
 }
 
 }  // namespace tracemod

@@ -6,6 +6,9 @@
 // update due at or before its time, in order. The queue cannot have changed since the previous call, so each
 // update sees what a timer firing at its time would have seen; an idle queue that has settled (drop_prob 0,
 // full burst allowance) is skipped over at once.
+//
+// With ECN (RFC 8033 5.1), a random drop that falls on an ECN-capable packet marks it CE instead, while the drop
+// probability is at most 10%; above that, PIE drops whatever it picks.
 #pragma once
 
 #include <string>
@@ -18,6 +21,7 @@ namespace tracemod {
 struct PieParams {
   Nanos qdelay_ref = 15 * kMillisecond, max_burst = 150 * kMillisecond;
   QueueLimits limits;  // tail drop beyond these, as in Mahimahi
+  bool ecn = false;
 };
 
 class PieQueue : public QueueDiscipline {
@@ -25,6 +29,7 @@ class PieQueue : public QueueDiscipline {
   static constexpr Nanos kUpdateInterval = 15 * kMillisecond;  // T_UPDATE
   static constexpr double kAlpha = 0.125, kBeta = 1.25;        // per second of delay
   static constexpr uint64_t kMeanPacketBytes = 1500;           // no random drops with 2 of these or fewer
+  static constexpr double kMarkEcnThreshold = 0.1;             // mark_ecnth
 
   PieQueue(const PieParams& params, RandomStream random, uint64_t memory_limit = kMemoryLimit)
       : QueueDiscipline(memory_limit), params_(params), random_(random), burst_allowance_(params.max_burst) {}

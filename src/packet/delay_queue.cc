@@ -4,13 +4,10 @@ namespace tracemod {
 
 DelayQueue::DelayQueue(Nanos delay, uint64_t memory_limit) : delay_(delay), memory_limit_(memory_limit) {}
 
-void DelayQueue::enqueue(Packet&& p, Nanos) {
+void DelayQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
-  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) {
-    stats_.dropped_packets += n;
-    return;
-  }
+  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);
   p.release = p.arrival + delay_;  // the delay runs from when the frame entered the link
   stats_.queued_packets += n;
   stats_.queued_bytes += p.buf.capacity();

@@ -17,6 +17,13 @@ struct QueueStats {
   uint64_t queued_bytes = 0;  // memory held, in buffer bytes
 };
 
+// Told of every packet a queue drops, with the time of the drop (e.g. to capture it); see PacketQueue::drop.
+class DropObserver {
+ public:
+  virtual ~DropObserver() = default;
+  virtual void dropped(const Packet& p, Nanos now) = 0;
+};
+
 class PacketQueue {
  public:
   virtual ~PacketQueue() = default;
@@ -30,9 +37,20 @@ class PacketQueue {
   // Extra facts for -v at exit (e.g. how late departures were); empty if none.
   virtual std::string summary() const { return {}; }
   const QueueStats& stats() const { return stats_; }
+  // Whom drop() tells (not owned; null: nobody). Off by default, so a drop costs nothing extra.
+  void set_drop_observer(DropObserver* o) { drop_observer_ = o; }
 
  protected:
+  // Every drop goes through here: counts SEGMENTS wire packets of P as dropped at NOW, and shows P to the
+  // observer. Queues call it for packets that were already counted in (and out of queued_packets themselves).
+  void drop(const Packet& p, uint32_t segments, Nanos now) {
+    stats_.dropped_packets += segments;
+    if (drop_observer_) drop_observer_->dropped(p, now);
+  }
   QueueStats stats_;
+
+ private:
+  DropObserver* drop_observer_ = nullptr;
 };
 
 }  // namespace tracemod

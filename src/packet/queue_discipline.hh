@@ -1,5 +1,6 @@
 // The queue in front of a trace-driven link, and the policy that decides what it drops: Mahimahi's names
-// (infinite, droptail, drophead, codel, pie). All of them are FIFOs; they differ in when they drop.
+// (infinite, droptail, drophead, codel, pie) and RED. All of them are FIFOs; they differ in when they drop,
+// and, with ECN, in when they mark CE instead (codel, pie, red).
 // Like every queue here they never read the clock: they are given the time of the arrival or of the
 // opportunity that serves them.
 #pragma once
@@ -21,6 +22,7 @@ struct QueuedPacket {
   Nanos enqueued = 0;     // when it joined the queue
   uint32_t ip_bytes = 0;  // IP bytes it charges against the link (all its segments)
   uint32_t segments = 1;  // wire packets it stands for (a GSO frame: its segments)
+  int lane = 0;           // the direction it belongs to, on a link both share (tm-link --shared-medium)
 };
 
 // Told of every packet a policy drops (for counters and the link log).
@@ -56,9 +58,11 @@ class QueueDiscipline {
   virtual std::string describe() const = 0;
 
   bool empty() const { return queue_.empty(); }
-  uint64_t packets() const { return packets_; }  // wire packets queued
-  uint64_t bytes() const { return bytes_; }      // IP bytes queued
-  uint64_t memory() const { return memory_; }    // buffer bytes held
+  uint64_t packets() const { return packets_; }        // wire packets queued
+  uint64_t bytes() const { return bytes_; }            // IP bytes queued
+  uint64_t memory() const { return memory_; }          // buffer bytes held
+  uint64_t marks() const { return marks_; }            // wire packets marked CE instead of dropped
+  uint64_t unmarkable() const { return unmarkable_; }  // picked to be marked, but not ECN-capable: dropped
 
  protected:
   void push(QueuedPacket&& p);
@@ -68,10 +72,13 @@ class QueueDiscipline {
   // True if P can join without exceeding LIMITS or the memory bound.
   bool fits(const QueueLimits& limits, const QueuedPacket& p) const;
   const QueuedPacket& front() const { return queue_.front(); }
+  // Marks P CE if it is ECN-capable (a GSO frame once, for all its packets) and counts it; false, leaving it as
+  // it was, if it is not: the policy then drops it.
+  bool mark(QueuedPacket& p);
 
  private:
   Ring<QueuedPacket> queue_;
-  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0;
+  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0;
   uint64_t memory_limit_;
 };
 
@@ -80,15 +87,17 @@ std::string describe_limits(const QueueLimits& limits);
 // Milliseconds as the user wrote them: "5", "2.5", "0.125".
 std::string format_ms(Nanos t);
 
-// NAME is infinite|droptail|drophead|codel|pie (an error about it names OPTION without its "-args" suffix);
+// NAME is infinite|droptail|drophead|codel|pie|red (an error about it names OPTION without its "-args" suffix);
 // ARGS the comma-separated key=value list of OPTION, e.g. --uplink-queue-args (spaces after commas allowed):
 //   infinite  no arguments
 //   droptail  packets=N and/or bytes=N (at least one above 0; 0 is no limit of that kind)
 //   drophead  the same
-//   codel     target=MS,interval=MS (both required) and a limit as for droptail
-//   pie       qdelay_ref=MS,max_burst=MS (both required) and a limit as for droptail
+//   codel     target=MS,interval=MS (both required), a limit as for droptail, ecn=0|1
+//   pie       qdelay_ref=MS,max_burst=MS (both required), a limit as for droptail, ecn=0|1
+//   red       packets=N or bytes=N (one: the hard limit), min=N,max=N (required, in that unit, min < max <=
+//             the limit), probability=P (0.02), wq=W (0.002), gentle=0|1 (0), ecn=0|1 (0)
 // Times in ms, fractions allowed. Unknown names, unknown, repeated or missing keys, and bad values throw
-// UsageError naming OPTION. RANDOM feeds the policies that drop at random (PIE). MEMORY_LIMIT is the buffer
+// UsageError naming OPTION. RANDOM feeds the policies that drop at random (PIE, RED). MEMORY_LIMIT is the buffer
 // memory bound (tests make it small).
 std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
                                                        const std::string& args, RandomStream random,

@@ -9,6 +9,7 @@
 #include "fake.hh"
 #include "packet/aqm_codel.hh"
 #include "packet/aqm_pie.hh"
+#include "packet/ecn.hh"
 #include "packet/queue_discipline.hh"
 #include "util/error.hh"
 
@@ -85,7 +86,7 @@ TEST(QueueDisciplineArgs, DescribesEffectiveParameters) {
 }
 
 TEST(QueueDisciplineArgs, UnknownQueueNamesTheQueueOption) {
-  const std::string expected = "' (expected infinite, droptail, drophead, codel or pie)";
+  const std::string expected = "' (expected infinite, droptail, drophead, codel, pie or red)";
   EXPECT_EQ(error_of("fifo", ""), "--uplink-queue: unknown queue 'fifo" + expected);
   EXPECT_EQ(error_of("DropTail", "packets=1"), "--uplink-queue: unknown queue 'DropTail" + expected);
 }
@@ -120,10 +121,10 @@ TEST(QueueDisciplineArgs, LimitsAreRequiredAndWholeNumbers) {
 
 TEST(QueueDisciplineArgs, ErrorsNameTheDownlinkOptionToo) {
   try {
-    make_queue_discipline("--downlink-queue-args", "red", "", RandomStream(1, 0));
+    make_queue_discipline("--downlink-queue-args", "sfq", "", RandomStream(1, 0));
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("--downlink-queue: unknown queue 'red'", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("--downlink-queue: unknown queue 'sfq'", 0), 0u) << e.what();
   }
 }
 
@@ -258,7 +259,14 @@ TEST(QueueDiscipline, TakesWholeOnlyWhatFitsWithoutADrop) {
 struct Driver {
   Driver(BufferPool& p, QueueDiscipline& queue) : pool(p), q(queue) {}
   void arrive(Nanos t) {
-    q.enqueue(plain(pool, 1500, t, id++), t, drops);
+    QueuedPacket p = plain(pool, 1500, t, id++);
+    if (ect) {  // ECT(0), header checksum made right again
+      uint8_t* ip = p.packet.frame() + kEthernetHeaderSize;
+      ip[1] = kEct0;
+      fake::wr16(ip + 10, 0);
+      fake::wr16(ip + 10, fake::inet_checksum(ip, 20));
+    }
+    q.enqueue(std::move(p), t, drops);
     ++in;
   }
   void fill(int n, Nanos t) {
@@ -270,6 +278,7 @@ struct Driver {
     ++out;
     last_sojourn = t - out_packet.enqueued;
     sojourn_sum += last_sojourn;
+    if (ecn_field(out_packet.packet) == kCe) marked_times.push_back(t);
     return true;
   }
   // Steps of STEP in [FROM, TO): an arrival every ARRIVE_EVERY steps (0: none), an opportunity every
@@ -288,6 +297,8 @@ struct Driver {
   uint16_t id = 1;
   uint64_t in = 0, out = 0;
   Nanos last_sojourn = 0, sojourn_sum = 0;
+  bool ect = false;                 // arrivals are ECT(0)
+  std::vector<Nanos> marked_times;  // when packets marked CE left
 };
 
 CodelQueue codel(Nanos target = 5 * kMs, Nanos interval = 100 * kMs) {
@@ -314,7 +325,7 @@ TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
               prefix + " needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)");
     EXPECT_EQ(error_of(c.name, first + "," + second + ",packets=1,limit=5"),
               "--uplink-queue-args: unknown key 'limit' for " + c.name + " (expected " + c.first + ", " + c.second +
-                  ", packets, bytes)");
+                  ", packets, bytes, ecn)");
     const std::string expected = "' for " + c.second + " (expected milliseconds above 0 and at most 3600000, e.g. " +
                                  c.second_example + " or 2.5)";
     for (const char* v : {"0", "0.0", "-1", "abc", "5ms", "1e3", ".", "5.", "3600001", "nan", "0.0000001", ""})
@@ -325,7 +336,7 @@ TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
               c.name + " " + c.first + "=0.5 " + c.second + "=3600000 packets=1");
   }
   EXPECT_EQ(error_of("codel", "target=5,interval=100,packets=10,qdelay_ref=5"),
-            "--uplink-queue-args: unknown key 'qdelay_ref' for codel (expected target, interval, packets, bytes)");
+            "--uplink-queue-args: unknown key 'qdelay_ref' for codel (expected target, interval, packets, bytes, ecn)");
 }
 
 TEST(Codel, NoDropsWhileSojournBelowTarget) {
@@ -629,6 +640,8 @@ TEST(QueueDiscipline, ConservationUnderRandomWorkload) {
       {"codel", "target=0.5,interval=10,bytes=100000"},
       {"pie", "qdelay_ref=15,max_burst=150,packets=200"},
       {"pie", "qdelay_ref=1,max_burst=5,bytes=100000"},
+      {"red", "packets=200,min=20,max=100"},
+      {"red", "bytes=100000,min=20000,max=80000,gentle=1,wq=0.02"},
   };
   for (const auto& s : setups) {
     for (uint32_t seed = 1; seed <= 2; ++seed) {
@@ -643,6 +656,55 @@ TEST(QueueDiscipline, ConservationUnderRandomWorkload) {
       EXPECT_GT(tally.out, 0u);
     }
   }
+}
+
+// --- ECN ---
+
+// With ecn=1, CoDel marks ECN-capable packets where it would drop them, at the same times, and drops nothing.
+TEST(CodelEcn, MarksWhereItWouldDrop) {
+  BufferPool pool;
+  const auto standing = [&](CodelQueue& q, bool ect) {  // 200 packets at once, then one in and one out per 100 us
+    Driver d(pool, q);
+    d.ect = ect;
+    d.fill(200, 0);
+    d.run(100 * kUs, 1000 * kMs, 100 * kUs, 1);
+    return d;
+  };
+  CodelQueue dropping = codel();
+  const Driver a = standing(dropping, false);
+  CodelQueue marking(CodelParams{5 * kMs, 100 * kMs, QueueLimits{100000, 0}, true});
+  const Driver b = standing(marking, true);
+  EXPECT_EQ(b.drops.packets, 0u);
+  ASSERT_GE(b.marked_times.size(), 5u);
+  EXPECT_EQ(b.marked_times[0], a.drops.times[0]);  // 105 ms: the first drop's time
+  EXPECT_EQ(marking.marks(), b.marked_times.size());
+  EXPECT_EQ(marking.describe(), "codel target=5 interval=100 packets=100000 ecn=1");
+  // Not-ECT packets are still dropped, as without ECN.
+  CodelQueue mixed(CodelParams{5 * kMs, 100 * kMs, QueueLimits{100000, 0}, true});
+  EXPECT_EQ(standing(mixed, false).drops.times, a.drops.times);
+  EXPECT_EQ(mixed.marks(), 0u);
+}
+
+// PIE marks instead of dropping while its drop probability is at most 10% (RFC 8033 5.1), drops above that.
+TEST(PieEcn, MarksBelowTenPercentDropsAbove) {
+  BufferPool pool;
+  PieQueue q(PieParams{15 * kMs, 150 * kMs, QueueLimits{100000, 0}, true}, RandomStream(1, 0));
+  Driver d(pool, q);
+  d.ect = true;
+  d.fill(500, 0);
+  bool dropped_below = false, marked_above = false;
+  for (Nanos t = 100 * kUs; t < 3000 * kMs; t += 100 * kUs) {
+    const uint64_t drops = d.drops.packets, marks = q.marks();
+    const double prob = q.drop_prob();
+    d.arrive(t);
+    d.serve(t);
+    if (d.drops.packets > drops && q.drop_prob() <= PieQueue::kMarkEcnThreshold && prob <= PieQueue::kMarkEcnThreshold)
+      dropped_below = true;
+    if (q.marks() > marks && q.drop_prob() > PieQueue::kMarkEcnThreshold) marked_above = true;
+  }
+  EXPECT_GT(q.marks(), 0u);
+  EXPECT_FALSE(dropped_below);
+  EXPECT_FALSE(marked_above);
 }
 
 }  // namespace
