@@ -1,0 +1,105 @@
+// tm-modulate: a link whose latency, bottleneck rate, residual per-byte cost, loss, queue limit and outages follow
+// a schedule of states (Noble et al.'s trace modulation; Seawind's state changes), per direction or, with
+// --shared-medium, through one bottleneck both directions share.
+#include <array>
+#include <memory>
+
+#include "config.h"
+#include "frontend/tool.hh"
+#include "modulate/modulated_link.hh"
+#include "packet/trace.hh"
+#include "util/error.hh"
+
+namespace {
+
+using namespace tracemod;
+using namespace tracemod::modulate;
+
+// A schedule named without a directory is also looked for where traces are (TM_TRACE_PATH, the installed ones).
+std::shared_ptr<const Schedule> load(const std::string& name) {
+  return std::make_shared<const Schedule>(Schedule::load(DeliveryTrace::find(name)));
+}
+
+std::string get(const po::variables_map& vm, const std::string& key) {
+  return vm.count(key) ? vm[key].as<std::string>() : std::string();
+}
+
+// The schedule of each direction (the same one for both unless --uplink and --downlink are given).
+std::array<std::shared_ptr<const Schedule>, 2> read_schedules(const po::variables_map& vm) {
+  const std::string both = get(vm, "schedule"), up = get(vm, "uplink"), down = get(vm, "downlink");
+  if (!both.empty() && (!up.empty() || !down.empty()))
+    throw UsageError(
+        "give one SCHEDULE for both directions, or --uplink and --downlink, not both (a command goes "
+        "after --)");
+  if (both.empty() && (up.empty() || down.empty()))
+    throw UsageError(up.empty() && down.empty() ? "missing SCHEDULE"
+                                                : "--uplink and --downlink go together: give both schedules");
+  if (!both.empty()) {
+    auto s = load(both);
+    return {s, s};
+  }
+  if (vm.count("shared-medium"))
+    throw UsageError("--shared-medium: both directions share one bottleneck, so they follow one SCHEDULE");
+  return {load(up), load(down)};
+}
+
+std::vector<std::string> log_header(const std::array<std::shared_ptr<const Schedule>, 2>& schedules,
+                                    const ShellOptions& shell, const std::string& path, uint64_t seed, bool shared) {
+  const std::string names =
+      schedules[0] == schedules[1] ? schedules[0]->name() : schedules[0]->name() + " / " + schedules[1]->name();
+  return {"tracemod tm-modulate [" + names + "] > " + path,
+          "command line: " + shell.command_line,
+          "version: " PACKAGE_NAME " " PACKAGE_VERSION,
+          "seed: " + std::to_string(seed),
+          std::string("shared medium: ") + (shared ? "yes" : "no"),
+          "times in ms of CLOCK_MONOTONIC; sizes in IP bytes; F in ms, Vb and Vr in us per byte"};
+}
+
+QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
+  const auto schedules = read_schedules(vm);
+  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const bool shared = vm.count("shared-medium") > 0, once = vm.count("once") > 0;
+  std::shared_ptr<ModulateLog> log;
+  if (const std::string path = get(vm, "log"); !path.empty()) log = std::make_shared<ModulateLog>(path);
+  shell.log_lines.push_back("seed " + std::to_string(seed));
+  shell.prompt_tag = shared ? "[modulate shared]" : "[modulate]";
+  auto start = std::make_shared<Nanos>(0);  // both directions start their schedules at the same instant
+  // Held weakly: the lanes own the shared link, which must go with them (it holds the shell's buffers).
+  auto medium = std::make_shared<std::weak_ptr<ModulatedLink>>();
+  return [=, shell = shell](Ferry::Direction which, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
+    if (*start == 0) {
+      *start = monotonic_now();
+      if (log) log->header(log_header(schedules, shell, log->path(), seed, shared), *start);
+    }
+    LinkConfig config{schedules[which], *start, once, seed, log, shared};
+    std::shared_ptr<ModulatedLink> link = shared ? medium->lock() : nullptr;
+    if (!link) link = std::make_shared<ModulatedLink>(config, pool);
+    if (shared) *medium = link;
+    return std::make_unique<Lane>(link, which);
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Tool tool;
+  tool.name = "tm-modulate";
+  tool.synopsis =
+      "[OPTIONS] SCHEDULE [-- COMMAND [ARGS...]]\n"
+      "       tm-modulate [OPTIONS] --uplink SCHEDULE --downlink SCHEDULE [-- COMMAND [ARGS...]]";
+  tool.summary =
+      "Run COMMAND (default: your $SHELL) behind a link whose latency, bottleneck rate, residual per-byte\n"
+      "cost, loss, queue limit and outages follow a schedule of states (see man tm-modulate).";
+  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
+  tool.options.add_options()                                                                           //
+      ("schedule", text("FILE"), "the schedule both directions follow")                                //
+      ("uplink", text("FILE"), "the uplink's schedule (from the command outward), with --downlink")    //
+      ("downlink", text("FILE"), "the downlink's schedule (toward the command)")                       //
+      ("shared-medium", "both directions share one bottleneck queue, in arrival order (half-duplex)")  //
+      ("once", "stop at the end of the schedule instead of looping (the command is then stopped)")     //
+      ("log", text("FILE"), "write the state changes and every packet's times to FILE")                //
+      ("seed", text("N"), "seed of the random losses (default: random; -v shows it)");
+  tool.positional.add("schedule", 1);
+  tool.configure = configure;
+  return run_tool(argc, argv, tool);
+}

@@ -1,0 +1,296 @@
+"""tm-modulate through real shells: every packet's logged times against an independent model of the schedule,
+departures that really happen then, state changes at their instants, a shared medium that halves each
+direction's rate, seeded loss, and bad schedules refused with FILE:LINE."""
+import math
+import os
+import statistics
+
+import pytest
+
+from conftest import TRACES, TooSlow, assert_ping_rtt, measured, ping_cmd, python_script, sh, write_public
+
+NS = 1_000_000_000
+SIZES = (200, 1400, 600, 1000, 300, 1200, 800, 500, 1400, 900)  # one burst, IP bytes
+
+
+def helper(*args):
+    return python_script("modulate_helper.py", *args)
+
+
+def ns_of(ms_text):
+    """'1234.567890' (ms with ns decimals) as integer ns, exactly."""
+    whole, _, frac = ms_text.partition(".")
+    return int(whole) * 1_000_000 + int((frac + "000000")[:6])
+
+
+def parse_log(path):
+    """(header lines, base ns, state lines, packet lines); a packet is a dict of its fields (times in ns)."""
+    header, states, packets, base = [], [], [], None
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                header.append(line)
+                if line.startswith("# base timestamp: "):
+                    base = ns_of(line.split(": ")[1])
+                continue
+            w = line.split()
+            if w[2] == "state":
+                states.append((ns_of(w[0]), w[1], int(w[3]), dict(x.split("=") for x in w[4:])))
+                continue
+            p = {"arrival": ns_of(w[0]), "dir": w[1], "size": int(w[2])}
+            for field in w[3:]:
+                key, value = field.split("=")
+                p[key] = value if key == "why" else (int(value) if key == "segments" else ns_of(value))
+            assert {"start", "end"} <= p.keys() or "dropped" in p, f"{path}:{n}: {line!r}"
+            packets.append(p)
+    assert base is not None, f"{path}: no base timestamp"
+    return header, base, states, packets
+
+
+class Model:
+    """Noble's per-packet model over a looping schedule, written apart from the C++ one: STATES are dicts with
+    duration and F in ns, vb and vr in ns per byte, queue (packets) or None."""
+
+    def __init__(self, states, base):
+        self.states, self.base = states, base
+        self.period = sum(s["duration"] for s in states)
+        self.free = base
+        self.release = 0
+        self.waiting = []  # service starts of admitted packets, for the queue limit
+
+    def at(self, t):
+        loop, offset = divmod(t - self.base, self.period)
+        begin = self.base + loop * self.period
+        for i, s in enumerate(self.states):
+            if offset < s["duration"]:
+                return i, begin, begin + s["duration"]
+            offset -= s["duration"]
+            begin += s["duration"]
+        raise AssertionError("unreachable")
+
+    def serve(self, arrival, size):
+        """{'start', 'end', 'release'} or {'dropped', 'why'}."""
+        self.waiting = [s for s in self.waiting if s > arrival]
+        t, left = max(arrival, self.free), float(size)
+        start = t
+        while True:
+            i, _, end_of_state = self.at(t)
+            need = left * self.states[i]["vb"]
+            if need <= end_of_state - t:
+                end = min(t + math.ceil(need), end_of_state)
+                break
+            left -= (end_of_state - t) / self.states[i]["vb"]
+            t = end_of_state
+        limit = self.states[self.at(arrival)[0]]["queue"]
+        if start > arrival and limit is not None and len(self.waiting) + 1 > limit:
+            return {"dropped": arrival, "why": "queue"}
+        if start > arrival:
+            self.waiting.append(start)
+        self.free = end
+        s = self.states[i]
+        self.release = max(end + s["F"] + math.ceil(size * s["vr"]), self.release)
+        return {"start": start, "end": end, "release": self.release}
+
+
+SCHEDULE = """# per-packet test: the rate doubles and F changes at 1 s, the queue shrinks to 5 packets
+1s delay=5ms rate=1mbit residual=8mbit
+1s delay=12ms rate=2mbit queue=5pkts
+"""
+MODEL_STATES = [
+    {"duration": NS, "F": 5_000_000, "vb": 8e9 / 1e6, "vr": 8e9 / 8e6, "queue": None},
+    {"duration": NS, "F": 12_000_000, "vb": 8e9 / 2e6, "vr": 8e9 / 8e6, "queue": 5},
+]
+
+
+def burst_plan(seconds=2.9, every=0.062):
+    """Bursts of SIZES every EVERY seconds: about 95% of 1 Mbit/s, so the link is busy across a state change."""
+    plan, t = [], 0.05
+    while t < seconds:
+        plan += [f"{t:.3f}:{size}" for size in SIZES]
+        t += every
+    return ",".join(plan)
+
+
+def test_every_packet_follows_the_model_and_leaves_when_logged(who, tools, public_tmp):
+    sched = write_public(public_tmp, "pp.sched", SCHEDULE)
+    log = os.path.join(public_tmp, "pp.log")
+    plan = burst_plan()
+    sent = [int(e.split(":")[1]) for e in plan.split(",")]
+
+    def check():
+        inner = tools.shell("tm-modulate", "--seed", 3, "--log", log, sched,
+                            cmd=sh('p="$1"; shift; exec "$@" "$TM_OUTER" 9200 "$p"', plan, *helper("udp-plan")))
+        r = who.run(tools.delay("--isolated", 0, cmd=[*helper("udp-sink", 9200, 30), *inner]), timeout=60)
+        assert r.returncode == 0, r.stderr
+        received = sorted(tuple(map(int, line.split())) for line in r.stdout.splitlines())
+        header, base, states, packets = parse_log(log)
+        assert any(h == "# seed: 3" for h in header) and any(h.startswith("# command line: ") for h in header)
+
+        # States begin at their instants: base + 1 s * k, alternating, in each direction.
+        for direction in ("up", "down"):
+            changes = [(t - base, n) for t, d, n, _ in states if d == direction]
+            assert len(changes) >= 3 and changes == [(k * NS, k % 2 + 1) for k in range(len(changes))], changes
+
+        # Every uplink packet (ours, and whatever else the command's kernel sent) against the model, to 50 us.
+        model = Model(MODEL_STATES, base)
+        uplink = [p for p in packets if p["dir"] == "up"]
+        ours = [p for p in uplink if p["size"] in SIZES]  # the only uplink packets of these sizes
+        assert len(ours) == len(sent), f"{len(ours)} logged, {len(sent)} sent"
+        worst, straddling, drops = 0, 0, 0
+        for p in uplink:
+            expected = model.serve(p["arrival"], p["size"])
+            for key, value in expected.items():
+                if key == "why":
+                    assert p.get("why") == value, (p, expected)
+                    continue
+                assert key in p, (p, expected)
+                worst = max(worst, abs(p[key] - value))
+                assert abs(p[key] - value) <= 50_000, (p, expected)
+            drops += "dropped" in expected
+            if "start" in expected:
+                straddling += model.at(expected["start"])[0] != model.at(expected["end"])[0]
+        assert straddling > 0, "no packet was in service across a state change: nothing tested that"
+        assert drops > 0, "the 5-packet queue never refused a burst: nothing tested that"
+
+        # What was not dropped arrived, in order, never before its logged release, and soon after it.
+        served = [p for p in ours if "release" in p]
+        assert [size for _, size, _ in received] == [p["size"] for p in served]
+        late = [rx - p["release"] for (_, _, rx), p in zip(received, served)]
+        assert min(late) >= -5_000, f"a datagram arrived {-min(late)} ns before its logged release"
+        p50 = statistics.median(late)
+        if p50 > 500_000 or max(late) > 20_000_000:
+            raise TooSlow(f"departures late by p50 {p50 / 1e3:.0f} us, max {max(late) / 1e3:.0f} us")
+        return worst
+
+    worst = measured(check)
+    print(f"largest difference between the log and the model: {worst} ns")
+
+
+def saturate_both_ways(root, tools, shell_args, delay=2.0, seconds=4.5, pps=600):
+    """Uplink alone for DELAY s, then both ways at PPS (1400-byte datagrams). Returns, in Mbit/s, what the uplink
+    got alone, then for each direction once both were busy (delivered, offered): offered counts the sequence
+    numbers the sender used in that time, as a loaded machine's sender may fall short of PPS."""
+    inner = tools.shell(*shell_args, cmd=sh(f'exec "$@" "$TM_OUTER" 9300 {pps} {seconds} 1400',
+                                             *helper("duplex-inner")))
+    r = root.run(tools.delay("--isolated", 0, cmd=[*helper("duplex-outer", 9300, pps, seconds, 1400, delay), *inner]),
+                 timeout=60)
+    assert r.returncode == 0, r.stderr
+    arrivals = {"up": [], "down": []}
+    for line in r.stdout.splitlines():
+        d, seq, size, rx = line.split()
+        arrivals[d].append((int(rx), int(size), int(seq)))
+    t0 = min(rx for rx, _, _ in arrivals["up"])
+
+    def rates(d, start, end):
+        inside = [(size, seq) for rx, size, seq in arrivals[d] if t0 + start * NS <= rx < t0 + end * NS]
+        assert inside, f"nothing {d} between {start} and {end} s"
+        seqs = [seq for _, seq in inside]
+        offered = (max(seqs) - min(seqs) + 1) * 1400 * 8 / (end - start) / 1e6
+        return sum(size for size, _ in inside) * 8 / (end - start) / 1e6, offered
+
+    both = (delay + 1.0, seconds - 0.3)
+    return rates("up", 0.5, delay)[0], rates("up", *both), rates("down", *both)
+
+
+@pytest.mark.parametrize("tool", ["tm-modulate", "tm-link"])
+def test_a_shared_medium_halves_each_direction_when_both_are_busy(root, tools, public_tmp, tool):
+    if tool == "tm-modulate":
+        args = ["tm-modulate", "--shared-medium", write_public(public_tmp, "wavelan.sched", "1h rate=4mbit queue=200pkts\n")]
+    else:
+        args = ["tm-link", "--shared-medium", "--uplink-rate", "4mbit", "--uplink-queue=droptail",
+                "--uplink-queue-args=packets=200"]
+    alone, (up, up_offered), (down, down_offered) = saturate_both_ways(root, tools, args)
+    assert abs(alone - 4.0) <= 0.2, f"a direction alone got {alone:.2f} Mbit/s of 4"
+    both = f"both busy: up {up:.2f} Mbit/s of {up_offered:.2f} offered, down {down:.2f} of {down_offered:.2f}"
+    assert min(up_offered, down_offered) > 4.0, f"a sender did not saturate the medium: {both}"
+    assert abs(up + down - 4.0) <= 0.2, f"{both}: {up + down:.2f} Mbit/s in all, of 4"
+    # One queue in arrival order: each direction gets the medium in proportion to what it offers, half of it
+    # when they offer alike.
+    for got, offered in ((up, up_offered), (down, down_offered)):
+        fair = 4.0 * offered / (up_offered + down_offered)
+        assert abs(got - fair) <= 0.25, f"{both}: {fair:.2f} Mbit/s expected"
+
+
+def test_without_a_shared_medium_each_direction_has_its_own_rate(root, tools, public_tmp):
+    sched = write_public(public_tmp, "apart.sched", "1h rate=4mbit queue=50pkts\n")
+    _, (up, _), (down, _) = saturate_both_ways(root, tools, ["tm-modulate", sched])
+    assert abs(up - 4.0) <= 0.2 and abs(down - 4.0) <= 0.2, f"up {up:.2f}, down {down:.2f} Mbit/s"
+
+
+def test_loss_follows_the_schedule_and_the_seed(root, tools, public_tmp):
+    # 2000 datagrams through 10% loss: binomial, mean 200, SD 13.4; 5 SD either way.
+    sched = write_public(public_tmp, "lossy.sched", "1h loss=10%\n")
+
+    def lost(seed):
+        inner = tools.shell("tm-modulate", "--seed", seed, sched,
+                            cmd=sh('exec "$@" "$TM_OUTER" 9400 2000 200 0.0005', *helper("udp-stream")))
+        r = root.run(tools.delay("--isolated", 0, cmd=[*helper("udp-sink", 9400, 30), *inner]), timeout=60)
+        assert r.returncode == 0, r.stderr
+        return sorted(set(range(2000)) - {int(line.split()[0]) for line in r.stdout.splitlines()})
+
+    a, b = lost(11), lost(11)
+    assert abs(len(a) - 200) <= 5 * math.sqrt(2000 * 0.1 * 0.9), f"{len(a)} of 2000 lost at 10%"
+    assert a == b, "the same seed lost different datagrams"
+
+
+def test_each_direction_its_own_schedule_over_ipv6_and_ipv4(who, tools, public_tmp):
+    up = write_public(public_tmp, "up.sched", "1h delay=5ms\n")
+    down = write_public(public_tmp, "down.sched", "1h delay=15ms\n")
+    for target in ("TM_BASE6", "TM_BASE"):
+        cmd = tools.shell("tm-modulate", "--uplink", up, "--downlink", down,
+                          cmd=ping_cmd(count=5, interval=0.2, target=target))
+        assert_ping_rtt(who, cmd, 20.0, 22.0)
+
+
+def test_once_stops_the_command_at_the_end_of_the_schedule(who, tools, public_tmp):
+    sched = write_public(public_tmp, "short.sched", "300ms delay=1\n300ms off=hold\n")
+    r = who.run(tools.shell("tm-modulate", "--once", sched, cmd=["sleep", "20"]), timeout=30)
+    assert "schedule" in r.stderr or "trace has ended" in r.stderr, r.stderr
+    assert r.returncode == 128 + 15, (r.returncode, r.stderr)
+
+
+def test_the_example_schedules_run_by_their_bare_names(root, tools):
+    for name in ("seawind.sched", "handover.sched", "wavelan.sched"):
+        args = ["--shared-medium"] if name == "wavelan.sched" else []
+        r = root.run(tools.shell("tm-modulate", *args, name, cmd=sh('exec ping -n -q -c 2 -i 0.2 -W 5 "$TM_BASE"')),
+                     env={"TM_TRACE_PATH": TRACES}, timeout=30)
+        assert r.returncode == 0, (name, r.stdout, r.stderr)
+
+
+BAD = {
+    "unknown-key": ("5s speed=1mbit\n", ":1: unknown key 'speed'"),
+    "bad-rate": ("5s rate=1mbit\n5s rate=fast\n", ":2: rate: invalid rate 'fast'"),
+    "repeated": ("5s loss=1% loss=2%\n", ":1: 'loss' is given twice"),
+    "zero": ("# c\n0 1 2 3 0.1\n", ":2: a state must last longer than 0"),
+    "bad-loss": ("1000 1 2 3 1.5\n", ":1: invalid L '1.5'"),
+    "empty": ("# only a comment\n", ": no state"),
+    "all-off": ("5s off\n", ": every state is off"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_schedule_exits_2_naming_file_and_line(root, tools, public_tmp, case):
+    text, where = BAD[case]
+    bad = write_public(public_tmp, f"{case}.sched", text)
+    r = root.run(tools.shell("tm-modulate", bad, cmd=["true"]))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    first = r.stderr.splitlines()[0]
+    assert first.startswith(f"tm-modulate: {bad}{where}"), first
+
+
+@pytest.mark.parametrize("args,message", [
+    ([], "missing SCHEDULE"),
+    (["--uplink", "/dev/null"], "--uplink and --downlink go together"),
+    (["--uplink", "X", "--downlink", "X", "--shared-medium"], "one SCHEDULE"),
+    (["/nonexistent.sched"], "/nonexistent.sched: cannot open"),
+])
+def test_usage_errors_exit_2(root, tools, args, message):
+    r = root.run(tools.shell("tm-modulate", *args, cmd=["true"]))
+    assert r.returncode == 2 and message in r.stderr.splitlines()[0], r.stderr
+
+
+def test_tm_link_shared_medium_refuses_a_second_trace(root, tools):
+    r = root.run(tools.shell("tm-link", "--shared-medium", "--uplink-rate", "1mbit", "--downlink-rate", "1mbit",
+                             cmd=["true"]))
+    assert r.returncode == 2 and "--downlink-rate has no meaning" in r.stderr, r.stderr
