@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/gnuplot.hh"
+#include "analysis/json_report.hh"
 #include "analysis/link_log_reader.hh"
 #include "analysis/plot_script.hh"
 #include "config.h"
@@ -22,18 +23,18 @@ using namespace tracemod;
 
 namespace {
 
-constexpr const char* kSynopsis = "LOG [--bin MS] [--svg FILE] [--png FILE] [--title T]";
+constexpr const char* kSynopsis = "LOG [--bin MS] [--json] [--svg FILE] [--png FILE] [--title T]";
 
 struct Options {
   std::string log, svg, png, title;
   Nanos bin = 500 * kMillisecond;
+  bool json = false;
 };
 
 Nanos parse_bin(const std::string& text) {
-  double ms = -1;
-  if (!parse_double(text, ms) || !(ms >= 0.001 && ms <= 3.6e6))
-    throw UsageError("invalid --bin '" + text + "': expected milliseconds from 0.001 to 3600000 (e.g. 500)");
-  return static_cast<Nanos>(ms * 1e6 + 0.5);
+  const Nanos bin = parse_duration("--bin", text, kMillisecond, 3600LL * 1000000000);
+  if (bin < 1000) throw UsageError("invalid --bin '" + text + "': at least 0.001 ms (1 us)");
+  return bin;
 }
 
 // Returns false if --help or --version was answered.
@@ -41,6 +42,7 @@ bool parse_options(int argc, char** argv, Options& o) {
   po::options_description visible("Options");
   visible.add_options()                                                                               //
       ("bin", po::value<std::string>()->value_name("MS"), "width of a time bin in ms (default 500)")  //
+      ("json", po::bool_switch(&o.json), "print the summary and the per-bin series as JSON instead")  //
       ("svg", po::value(&o.svg)->value_name("FILE"), "draw the graphs as SVG into FILE")              //
       ("png", po::value(&o.png)->value_name("FILE"), "draw the graphs as PNG into FILE")              //
       ("title", po::value(&o.title)->value_name("T"), "title of the graphs (default: LOG)")           //
@@ -117,7 +119,7 @@ int main(int argc, char** argv) {
   }
   try {
     const LinkLogStats stats = read_log(o);
-    std::cout << format_summary(stats) << std::flush;
+    std::cout << (o.json ? format_json(stats, o.log) : format_summary(stats)) << std::flush;
     if (!o.svg.empty()) draw(stats, o, PlotFormat::kSvg, o.svg);
     if (!o.png.empty()) draw(stats, o, PlotFormat::kPng, o.png);
     return 0;

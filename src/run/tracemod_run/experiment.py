@@ -1,0 +1,420 @@
+"""The experiment model: an experiment file (TOML) read, checked and expanded into runs in a stable order.
+
+    name = "droptail vs codel"      # required
+    replications = 3                # runs per configuration (default 1)
+    seed = 1                        # base seed (default 0)
+    [[shell]]                       # the stack, outermost first; {names} come from the matrix
+    run = "tm-delay 20"
+    [matrix]                        # optional; a list's values are their own names, a table maps name = value
+    rate = ["5mbit", "20mbit"]
+    [workload]
+    kind = "bulk"                   # bulk | maxrate | reqrep | web | command, each with its own keys
+    [[assert]]                      # optional regression thresholds
+    metric = "goodput_mbps"
+    stat = "median"
+    above = 1.0
+
+Configurations are the matrix's cartesian product, the first name varying slowest; the runs are replication
+1 of every configuration, then replication 2, ... so that slow drift of the machine spreads over all of them.
+A run's identity is its configuration's name ("rate=5mbit,queue=codel") and replication; its seed follows from
+the base seed and that identity only.
+"""
+import hashlib
+import itertools
+import json
+import os
+import re
+import shlex
+import tomllib
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from . import seeds
+from .errors import ConfigError, UsageError
+from .workloads import registry
+
+TOP_KEYS = {"name", "description", "replications", "seed", "common_random_numbers", "warmup", "timeout",
+            "isolated", "shell", "matrix", "workload", "assert", "plot"}
+ASSERT_STATS = ("median", "mean", "p10", "p90", "min", "max", "sd")
+MAX_RUNS = 100000
+
+
+@dataclass
+class Shell:
+    run: str  # with {names}
+    index: int  # 1-based position in the stack
+
+
+@dataclass
+class Dimension:
+    name: str
+    choices: List[Tuple[str, object]]  # (label, value) in file order
+
+
+@dataclass
+class Assertion:
+    metric: str
+    stat: str
+    below: Optional[float]
+    above: Optional[float]
+    config: Optional[str]  # a configuration name pattern (fnmatch), or all
+    index: int
+
+
+@dataclass
+class Configuration:
+    name: str
+    values: Dict[str, str]  # matrix name -> label
+    substitutions: Dict[str, str]  # matrix name -> value as text
+
+
+@dataclass
+class Run:
+    config: Configuration
+    replication: int
+    seed: int
+
+    @property
+    def id(self):
+        return f"{self.config.name}/r{self.replication}"
+
+    @property
+    def dirname(self):
+        return re.sub(r"[^A-Za-z0-9._,=+-]", "_", self.config.name) + f".r{self.replication}"
+
+
+@dataclass
+class Experiment:
+    path: str
+    text: str
+    name: str
+    replications: int
+    seed: int
+    common_random_numbers: bool
+    warmup: int
+    timeout: Optional[float]
+    isolated: bool
+    shells: List[Shell]
+    matrix: List[Dimension]
+    workload: dict  # validated parameters, kind included
+    asserts: List[Assertion]
+    plot: dict
+    data: dict = field(repr=False)
+
+    @property
+    def directory(self):
+        return os.path.dirname(os.path.abspath(self.path))
+
+    @property
+    def hash(self):
+        """The experiment's identity: a hash of its parsed content, so comments and layout do not count."""
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def configurations(self):
+        out = []
+        for combo in itertools.product(*(d.choices for d in self.matrix)):
+            values = {d.name: label for d, (label, _) in zip(self.matrix, combo)}
+            subs = {d.name: _text(value) for d, (_, value) in zip(self.matrix, combo)}
+            name = ",".join(f"{k}={v}" for k, v in values.items()) or "default"
+            out.append(Configuration(name, values, subs))
+        return out
+
+    def runs(self):
+        configs = self.configurations()
+        return [Run(c, rep, self.run_seed(c.name, rep)) for rep in range(1, self.replications + 1) for c in configs]
+
+    def run_seed(self, config_name, replication):
+        if self.common_random_numbers:
+            return seeds.derive(self.seed, "replication", replication)
+        return seeds.derive(self.seed, "run", config_name, replication)
+
+    def shell_line(self, shell, config):
+        return substitute(shell.run, config.substitutions, ("shell", shell.index - 1, "run"))
+
+    def workload_for(self, config):
+        return {k: substitute_value(v, config.substitutions, ("workload", k)) for k, v in self.workload.items()}
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_-]*)\}|[{}]")
+
+
+def substitute(text, values, where=None):
+    """TEXT with each {name} replaced by VALUES[name]; {{ and }} stand for braces."""
+
+    def replace(m):
+        token = m.group(0)
+        if token in ("{{", "}}"):
+            return token[0]
+        if m.group(1) is None:
+            raise ConfigError(f"a lone '{token}' in '{text}': write {token}{token} for a brace", where)
+        if m.group(1) not in values:
+            known = ", ".join(values) or "none: there is no [matrix]"
+            raise ConfigError(f"'{{{m.group(1)}}}' names no matrix entry (known: {known})", where)
+        return values[m.group(1)]
+
+    return _FIELD.sub(replace, text)
+
+
+def substitute_value(value, values, where):
+    if isinstance(value, str):
+        return substitute(value, values, where)
+    if isinstance(value, list):
+        return [substitute_value(v, values, where) for v in value]
+    return value
+
+
+def names_used(text):
+    return {m.group(1) for m in _FIELD.finditer(text) if m.group(1)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Where a key is written, for errors that name the line: a small scanner of TOML's table headers and keys.
+
+
+def key_lines(text):
+    """{(table path..., key): line} for the keys of TEXT; arrays of tables count from 0, e.g. ("shell", 1,
+    "run"). Multi-line strings are skipped; the result only serves error messages."""
+    lines = {}
+    table = ()
+    counts = {}
+    in_multiline = None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if in_multiline:
+            if stripped.count(in_multiline) % 2 == 1:
+                in_multiline = None
+            continue
+        m = re.match(r"\[\[\s*([^\]]+?)\s*\]\]", stripped)
+        if m:
+            name = tuple(p.strip().strip('"') for p in m.group(1).split("."))
+            counts[name] = counts.get(name, -1) + 1
+            table = name + (counts[name],)
+            lines.setdefault(table, number)
+            continue
+        m = re.match(r"\[\s*([^\]]+?)\s*\]", stripped)
+        if m:
+            table = tuple(p.strip().strip('"') for p in m.group(1).split("."))
+            lines.setdefault(table, number)
+            continue
+        m = re.match(r"""("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=""", stripped)
+        if m:
+            lines.setdefault(table + (m.group(1).strip("\"'"),), number)
+            for quote in ('"""', "'''"):
+                if stripped.count(quote) % 2 == 1:
+                    in_multiline = quote
+    return lines
+
+
+def locate(path, text, where):
+    """'PATH:LINE' for WHERE (a table path and key), falling back to the enclosing table, then PATH."""
+    if where:
+        lines = key_lines(text)
+        where = tuple(where)
+        while where:
+            if where in lines:
+                return f"{path}:{lines[where]}"
+            where = where[:-1]
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def _expect(value, types, what, where):
+    if isinstance(value, bool) and bool not in types:
+        raise ConfigError(f"{what} must be {' or '.join(t.__name__ for t in types)}, not a boolean", where)
+    if not isinstance(value, types):
+        raise ConfigError(f"{what} must be {' or '.join(t.__name__ for t in types)}, not {type(value).__name__}",
+                          where)
+    return value
+
+
+def _int(data, key, default, low, high):
+    value = _expect(data.get(key, default), (int,), f"'{key}'", (key,))
+    if not low <= value <= high:
+        raise ConfigError(f"'{key}' must be from {low} to {high}, not {value}", (key,))
+    return value
+
+
+def _shells(data):
+    shells = data.get("shell")
+    if shells is None:
+        raise ConfigError("no [[shell]]: the stack needs at least one tracemod shell, e.g. run = \"tm-delay 0\"")
+    if not isinstance(shells, list) or not all(isinstance(s, dict) for s in shells):
+        raise ConfigError("'shell' must be an array of tables: [[shell]] with run = \"...\"", ("shell",))
+    out = []
+    for i, s in enumerate(shells):
+        unknown = set(s) - {"run"}
+        if unknown:
+            raise ConfigError(f"unknown key '{sorted(unknown)[0]}' in [[shell]] {i + 1} (known: run)",
+                              ("shell", i, sorted(unknown)[0]))
+        run = _expect(s.get("run"), (str,), f"[[shell]] {i + 1} 'run'", ("shell", i, "run"))
+        try:
+            words = shlex.split(run)
+        except ValueError as e:
+            raise ConfigError(f"[[shell]] {i + 1} 'run': {e}", ("shell", i, "run")) from None
+        if not words or not words[0].startswith("tm-"):
+            raise ConfigError(f"[[shell]] {i + 1} 'run' must start with a tracemod shell (tm-delay, tm-link, ...), "
+                              f"not '{run}'", ("shell", i, "run"))
+        if "--" in words:
+            raise ConfigError(f"[[shell]] {i + 1} 'run' must not contain '--': tm-run nests the shells itself",
+                              ("shell", i, "run"))
+        for word in words:
+            if word.split("=")[0] in ("--uplink-log", "--downlink-log", "--outside"):
+                raise ConfigError(f"[[shell]] {i + 1} 'run' must not set {word.split('=')[0]}: tm-run sets it "
+                                  "(logs go to each run's directory)", ("shell", i, "run"))
+        out.append(Shell(run, i + 1))
+    return out
+
+
+def _matrix(data):
+    matrix = data.get("matrix", {})
+    _expect(matrix, (dict,), "'matrix'", ("matrix",))
+    out = []
+    for name, spec in matrix.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
+            raise ConfigError(f"matrix name '{name}': letters, digits, '_' and '-' only", ("matrix", name))
+        if isinstance(spec, list):
+            choices = []
+            for v in spec:
+                _expect(v, (str, int, float, bool), f"a value of matrix '{name}'", ("matrix", name))
+                choices.append((_text(v), v))
+        elif isinstance(spec, dict):
+            choices = []
+            for label, v in spec.items():
+                _expect(v, (str, int, float, bool), f"matrix '{name}' value '{label}'", ("matrix", name, label))
+                choices.append((label, v))
+        else:
+            raise ConfigError(f"matrix '{name}' must be a list of values or a table of name = value",
+                              ("matrix", name))
+        if not choices:
+            raise ConfigError(f"matrix '{name}' has no values", ("matrix", name))
+        labels = [label for label, _ in choices]
+        for label in labels:
+            if labels.count(label) > 1:
+                raise ConfigError(f"matrix '{name}' has the value '{label}' twice", ("matrix", name))
+            if not label or re.search(r"[,/\s]", label):
+                raise ConfigError(f"matrix '{name}': the name '{label}' of a value must be non-empty, without "
+                                  "',', '/' or spaces (use a table: name = value)", ("matrix", name))
+        out.append(Dimension(name, choices))
+    return out
+
+
+def _asserts(data):
+    items = data.get("assert", [])
+    if not isinstance(items, list) or not all(isinstance(a, dict) for a in items):
+        raise ConfigError("'assert' must be an array of tables: [[assert]]", ("assert",))
+    out = []
+    for i, a in enumerate(items):
+        where = ("assert", i)
+        unknown = set(a) - {"metric", "stat", "below", "above", "config"}
+        if unknown:
+            key = sorted(unknown)[0]
+            raise ConfigError(f"unknown key '{key}' in [[assert]] {i + 1} (known: metric, stat, below, above, "
+                              "config)", where + (key,))
+        metric = _expect(a.get("metric"), (str,), f"[[assert]] {i + 1} 'metric'", where + ("metric",))
+        stat = _expect(a.get("stat", "median"), (str,), f"[[assert]] {i + 1} 'stat'", where + ("stat",))
+        if stat not in ASSERT_STATS:
+            raise ConfigError(f"[[assert]] {i + 1}: unknown stat '{stat}' (known: {', '.join(ASSERT_STATS)})",
+                              where + ("stat",))
+        bounds = {}
+        for key in ("below", "above"):
+            if key in a:
+                bounds[key] = float(_expect(a[key], (int, float), f"[[assert]] {i + 1} '{key}'", where + (key,)))
+        if not bounds:
+            raise ConfigError(f"[[assert]] {i + 1} needs 'below' or 'above'", where)
+        config = a.get("config")
+        if config is not None:
+            _expect(config, (str,), f"[[assert]] {i + 1} 'config'", where + ("config",))
+        out.append(Assertion(metric, stat, bounds.get("below"), bounds.get("above"), config, i + 1))
+    return out
+
+
+def _plot(data):
+    plot = data.get("plot", {})
+    _expect(plot, (dict,), "'plot'", ("plot",))
+    unknown = set(plot) - {"metrics", "timeseries"}
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"unknown key '{key}' in [plot] (known: metrics, timeseries)", ("plot", key))
+    if "metrics" in plot:
+        _expect(plot["metrics"], (list,), "[plot] 'metrics'", ("plot", "metrics"))
+    if "timeseries" in plot:
+        _expect(plot["timeseries"], (str,), "[plot] 'timeseries'", ("plot", "timeseries"))
+    return plot
+
+
+def _check_names_used(exp):
+    used = set()
+    for s in exp.shells:
+        used |= names_used(s.run)
+    for v in exp.workload.values():
+        for text in (v if isinstance(v, list) else [v]):
+            if isinstance(text, str):
+                used |= names_used(text)
+    for d in exp.matrix:
+        if d.name not in used:
+            raise ConfigError(f"matrix '{d.name}' is used by no [[shell]] run and no [workload] value: "
+                              f"write {{{d.name}}} where its value goes", ("matrix", d.name))
+    config = exp.configurations()[0]  # every {name} must resolve
+    for s in exp.shells:
+        exp.shell_line(s, config)
+    exp.workload_for(config)
+
+
+def parse(text, path="experiment"):
+    """Reads TEXT (the content of PATH) into an Experiment; raises UsageError('PATH:LINE: why')."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        where = f"{path}:{m.group(1)}" if m else path
+        raise UsageError(f"{where}: {re.sub(r' [(]at line.*', '', str(e))}") from None
+    try:
+        unknown = set(data) - TOP_KEYS
+        if unknown:
+            key = sorted(unknown)[0]
+            raise ConfigError(f"unknown key '{key}' (known: {', '.join(sorted(TOP_KEYS))})", (key,))
+        name = _expect(data.get("name"), (str,), "'name'", ("name",))
+        if "workload" not in data:
+            raise ConfigError("no [workload]: say what runs behind the stack, e.g. kind = \"bulk\"")
+        workload = registry.validate(_expect(data["workload"], (dict,), "'workload'", ("workload",)))
+        timeout = data.get("timeout")
+        if timeout is not None:
+            _expect(timeout, (int, float), "'timeout'", ("timeout",))
+            if timeout <= 0:
+                raise ConfigError("'timeout' must be positive seconds", ("timeout",))
+        exp = Experiment(
+            path=path, text=text, name=name, replications=_int(data, "replications", 1, 1, 10000),
+            seed=_int(data, "seed", 0, 0, 2 ** 63 - 1),
+            common_random_numbers=_expect(data.get("common_random_numbers", False), (bool,),
+                                          "'common_random_numbers'", ("common_random_numbers",)),
+            warmup=_int(data, "warmup", 0, 0, 100), timeout=timeout,
+            isolated=_expect(data.get("isolated", True), (bool,), "'isolated'", ("isolated",)),
+            shells=_shells(data), matrix=_matrix(data), workload=workload, asserts=_asserts(data), plot=_plot(data),
+            data=data)
+        _check_names_used(exp)
+        total = len(exp.configurations()) * exp.replications
+        if total > MAX_RUNS:
+            raise ConfigError(f"the experiment has {total} runs, more than {MAX_RUNS}")
+        return exp
+    except ConfigError as e:
+        raise UsageError(f"{locate(path, text, e.where)}: {e}") from None
+
+
+def load(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: not UTF-8 text") from None
+    return parse(text, path)

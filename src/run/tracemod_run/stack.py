@@ -1,0 +1,171 @@
+"""A run's command line: the experiment's shells nested outermost first, each given its seed and (where it
+logs) its link logs in the run's directory, the workload's client innermost, and its server end to end.
+
+Servers: the outermost shell's --outside starts the server in that shell's own outer namespace before the
+client starts, and stops it when the client ends; the client reaches it at $TM_BASE, end to end through every
+shell of the stack. Each run's outermost shell makes private namespaces, so parallel runs use the same ports.
+"""
+import functools
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from . import seeds, tools_env
+from .errors import RunError, UsageError
+from .workloads import registry
+
+
+@dataclass
+class Level:
+    index: int  # 1 = outermost of the experiment's stack
+    tool: str
+    argv: List[str]  # this level's own words, with what tm-run adds
+    seed: Optional[int]
+    logs: Dict[str, str] = field(default_factory=dict)  # "uplink"/"downlink" -> path
+
+
+@dataclass
+class Plan:
+    argv: List[str]
+    levels: List[Level]
+    client: List[str]
+    server: Optional[List[str]]
+    traces: Dict[str, str]  # resolved path -> SHA-256
+    workload: dict
+    workload_seed: int
+
+
+def find_tool(name):
+    for d in filter(None, [tools_env.tools_dir()]):
+        path = os.path.join(d, name)
+        if os.access(path, os.X_OK) and os.path.isfile(path):
+            return path
+    path = shutil.which(name)
+    if not path:
+        raise UsageError(f"{name}: no such tool next to tm-run or on PATH")
+    return path
+
+
+@functools.lru_cache(maxsize=64)
+def tool_help(path):
+    try:
+        out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot run: {e.strerror}") from None
+    return out.stdout + out.stderr
+
+
+def takes(path, option):
+    return f"{option} " in tool_help(path) or f"{option}=" in tool_help(path) or tool_help(path).rstrip().endswith(option)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sha256(path, mtime_ns, size):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256(path):
+    st = os.stat(path)
+    return _sha256(path, st.st_mtime_ns, st.st_size)
+
+
+def resolve_file(word, base):
+    """The file WORD names as a shell of the stack would find it (relative to BASE, or a bare trace name in
+    $TM_TRACE_PATH and the installed traces), or None."""
+    candidates = [word if os.path.isabs(word) else os.path.join(base, word)]
+    if "/" not in word:
+        candidates += [os.path.join(d, word) for d in tools_env.trace_path()]
+    for c in candidates:
+        if os.path.isfile(c):
+            return os.path.realpath(c)
+    return None
+
+
+def traces_of(words, base):
+    """{path: sha256} of every file a level's words name (traces, schedules, ...)."""
+    out = {}
+    for word in words:
+        value = word.split("=", 1)[1] if word.startswith("--") and "=" in word else word
+        if not value or value.startswith("-"):
+            continue
+        path = resolve_file(value, base)
+        if path:
+            out[path] = sha256(path)
+    return out
+
+
+def _levels(exp, run, rundir):
+    levels = []
+    for shell in exp.shells:
+        words = shlex.split(exp.shell_line(shell, run.config))
+        tool = find_tool(words[0])
+        argv = [tool] + words[1:]
+        seed = None
+        if takes(tool, "--seed"):
+            if any(w == "--seed" or w.startswith("--seed=") for w in words):
+                seed = "as given"
+            else:
+                seed = seeds.derive(run.seed, "shell", shell.index)
+                argv += ["--seed", str(seed)]
+        level = Level(shell.index, words[0], argv, seed)
+        if takes(tool, "--uplink-log") and takes(tool, "--downlink-log"):
+            for direction in ("uplink", "downlink"):
+                level.logs[direction] = os.path.join(rundir, f"{direction}-{shell.index}.log")
+                argv.append(f"--{direction}-log={level.logs[direction]}")
+        levels.append(level)
+    return levels
+
+
+def wrap_server(levels, client, server_cmd, isolated):
+    """The whole command line: the stack around CLIENT, with SERVER_CMD (a sh command line, or None) run end to
+    end by the outermost shell's --outside, in its outer namespace, where the client reaches it at $TM_BASE."""
+    first = levels[0]
+    if not takes(first.argv[0], "--outside"):
+        raise UsageError(f"{first.tool} has no --outside: tm-run needs it for the outermost shell, which runs the "
+                         "workload's server end to end")
+    argv = first.argv + (["--isolated"] if isolated else [])
+    if server_cmd:
+        argv += ["--outside", server_cmd]
+        if takes(first.argv[0], "--outside-wait"):  # the client waits for the server's own ready file instead
+            argv += ["--outside-wait", "0"]
+    for level in levels[1:]:
+        argv = argv + ["--"] + level.argv
+    return argv + ["--"] + client
+
+
+def plan_run(exp, run, rundir):
+    levels = _levels(exp, run, rundir)
+    params = exp.workload_for(run.config)
+    kind = params["kind"]
+    wseed = seeds.derive(run.seed, "workload")
+    ready = os.path.join(rundir, "server.ready")
+    has_server = kind != "command" or bool(params.get("server"))
+    params_json = json.dumps(params, separators=(",", ":"))
+    launcher = tools_env.launcher()
+    client = [launcher, "workload", kind, "--client", "--output", os.path.join(rundir, "client.json"),
+              "--seed", str(wseed), "--params-json", params_json, "--chdir", rundir]
+    server = server_cmd = None
+    if has_server:
+        client += ["--ready-file", ready]
+        server = [launcher, "workload", kind, "--server", "--ready-file", ready, "--params-json", params_json]
+        server_cmd = (f"{shlex.join(server)} >{shlex.quote(os.path.join(rundir, 'server.out'))} "
+                      f"2>{shlex.quote(os.path.join(rundir, 'server.err'))}")
+    argv = wrap_server(levels, client, server_cmd, exp.isolated)
+    traces = {}
+    for level in levels:
+        traces.update(traces_of(level.argv[1:], exp.directory))
+    return Plan(argv, levels, client, server, traces, params, wseed)
+
+
+def environment():
+    """The stack's environment: bare trace names also resolve in the traces tm-run knows of."""
+    return dict(os.environ, TM_TRACE_PATH=":".join(tools_env.trace_path()))
