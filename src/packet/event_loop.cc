@@ -1,5 +1,6 @@
 #include "packet/event_loop.hh"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -32,8 +33,8 @@ sigset_t shell_signals() {
 }
 
 EventLoop::EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
-                     HostHelper* host)
-    : tool_(tool), ferry_(ferry), init_(init), host_(host) {
+                     std::function<void()> on_child_exit)
+    : tool_(tool), ferry_(ferry), init_(init), on_child_exit_(std::move(on_child_exit)) {
   queues_[Ferry::kUplink] = up;
   queues_[Ferry::kDownlink] = down;
   sigset_t set = shell_signals();
@@ -50,18 +51,16 @@ int EventLoop::run() {
     epoll_event ev[4];
     const int n = wait(ev);
     for (int i = 0; i < n; ++i) {
-      const uint32_t tag = ev[i].data.u32;
-      if (tag == kSignalTag) {
-        int status;
-        if (on_signals(status)) return status;
-      } else {
-        auto d = static_cast<Ferry::Direction>(tag);
-        if (ferry_.receive(d, *queues_[d]) > 0) last_arrival_ = monotonic_now();
-      }
+      int status;
+      if (ev[i].data.u32 == kSignalTag && on_signals(status)) return status;
     }
+    // Reading an empty ring costs a memory read: both are looked at every turn, whatever epoll said.
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink})
+      if (ferry_.receive(d, *queues_[d]) > 0) last_arrival_ = monotonic_now();
     const Nanos now = monotonic_now();
     ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
     ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
+    ferry_.flush_capture(now);
     stop_if_finished(now);
   }
 }
@@ -95,19 +94,30 @@ void EventLoop::watch(int fd, uint32_t tag) {
 // Sleeps until kSpinAhead before the next release, then polls without sleeping until it is due: timer
 // wake-ups on a virtual machine overshoot by 25-150 us, more than the precision a delay line promises.
 // Likewise, while traffic flows it polls for kBusyPoll after the last arrival before sleeping: a sleep and
-// wake-up per burst costs more than the burst itself at multi-Gbit/s.
+// wake-up per burst costs more than the burst itself at multi-Gbit/s. Polling reads the rings' memory; epoll
+// (for signals) is asked at most every kSignalPoll. Polling for arrivals is a guess, so it yields the CPU to
+// anyone else who wants it (the command, on a busy machine); polling for a release due within kSpinAhead does
+// not, or the release could wait a whole time slice.
 int EventLoop::wait(epoll_event* ev) {
-  constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000;
+  constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kSignalPoll = kMillisecond;
   const Nanos now = monotonic_now();
-  Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
-  if (now - last_arrival_ < kBusyPoll) next = now;
-  timespec timeout{}, *tp = nullptr;
-  if (next != kNever) {
-    const Nanos wait = std::max<Nanos>(0, next - now - kSpinAhead);
-    timeout = {static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
-    tp = &timeout;
+  const Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
+  const bool release_soon = next != kNever && next - now <= kSpinAhead;
+  if (release_soon || now - last_arrival_ < kBusyPoll) {
+    if (!release_soon && !ferry_.has_arrivals(Ferry::kUplink) && !ferry_.has_arrivals(Ferry::kDownlink)) sched_yield();
+    if (now - last_epoll_ < kSignalPoll) return 0;
+    last_epoll_ = now;
+    return poll(ev, 0);
   }
-  const int n = epoll_pwait2(epoll_.get(), ev, 4, tp, nullptr);
+  last_epoll_ = now;
+  const Nanos wake = std::min(next == kNever ? kNever : next - kSpinAhead, ferry_.capture_due());
+  return poll(ev, wake == kNever ? -1 : std::max<Nanos>(0, wake - now));
+}
+
+// Waits up to TIMEOUT ns (-1: for ever) for an event.
+int EventLoop::poll(epoll_event* ev, Nanos timeout) {
+  timespec ts{static_cast<time_t>(timeout / 1000000000), static_cast<long>(timeout % 1000000000)};
+  const int n = epoll_pwait2(epoll_.get(), ev, 4, timeout < 0 ? nullptr : &ts, nullptr);
   if (n < 0 && errno != EINTR) throw_errno("epoll_pwait2", errno);
   return std::max(n, 0);
 }
@@ -121,7 +131,7 @@ bool EventLoop::on_signals(int& status) {
       if (si.ssi_code != SI_KERNEL) kill(init_, static_cast<int>(si.ssi_signo));
       continue;
     }
-    if (host_) host_->reap_if_exited();
+    if (on_child_exit_) on_child_exit_();
     int raw;
     if (waitpid(init_, &raw, WNOHANG) == init_) {
       status = wait_status(raw);

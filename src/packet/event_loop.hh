@@ -6,12 +6,12 @@
 #include <sys/epoll.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "util/file_descriptor.hh"
-#include "util/host_helper.hh"
 
 namespace tracemod {
 
@@ -20,13 +20,16 @@ sigset_t shell_signals();
 
 class EventLoop {
  public:
-  EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init, HostHelper* host);
+  // ON_CHILD_EXIT runs on every SIGCHLD, for the shell's other children (pasta, --outside commands...).
+  EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
+            std::function<void()> on_child_exit);
   // Runs until the command's init exits; returns its exit status (128+N if killed by signal N).
   int run();
 
  private:
   void watch(int fd, uint32_t tag);
   int wait(epoll_event* ev);
+  int poll(epoll_event* ev, Nanos timeout);
   bool on_signals(int& status);
   void stop_if_finished(Nanos now);
 
@@ -34,8 +37,8 @@ class EventLoop {
   Ferry& ferry_;
   PacketQueue* queues_[2];
   pid_t init_;
-  HostHelper* host_;
-  Nanos last_arrival_ = 0;
+  std::function<void()> on_child_exit_;
+  Nanos last_arrival_ = 0, last_epoll_ = 0;
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   FileDescriptor signals_, epoll_;
 };

@@ -6,10 +6,13 @@
 #include <net/if.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <vector>
 
+#include "packet/capture.hh"
 #include "util/clock.hh"
 #include "util/error.hh"
 
@@ -20,166 +23,254 @@ void set_int(int fd, int level, int opt, int value, const std::string& what) {
   check_syscall(what, setsockopt(fd, level, opt, &value, sizeof value));
 }
 
-// Big socket buffers absorb bursts while the ferry sleeps; FORCE needs host privilege, so fall back.
+// Big socket buffers hold frames too large for a ring slot while the ferry sleeps, and frames sent but not yet
+// freed by their receiver; FORCE needs host privilege, so fall back.
 void set_buffer(int fd, int force_opt, int opt, int bytes) {
   if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) == 0) return;
   setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
 }
 
-}  // namespace
-
-FileDescriptor open_packet_socket(int ifindex, const std::string& name) {
-  // Protocol 0 until bound: an unbound ETH_P_ALL socket would see every interface's frames.
+// Protocol 0 until bound: an unbound ETH_P_ALL socket would see every interface's frames.
+FileDescriptor packet_socket(const std::string& name) {
   FileDescriptor fd(static_cast<int>(
       check_syscall("open packet socket on " + name, socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0))));
   set_int(fd.get(), SOL_PACKET, PACKET_VNET_HDR, 1, "enable virtio-net headers on " + name);
-  set_int(fd.get(), SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "ignore own frames on " + name);
   set_int(fd.get(), SOL_PACKET, PACKET_QDISC_BYPASS, 1, "bypass qdisc on " + name);
-  set_int(fd.get(), SOL_SOCKET, SO_TIMESTAMPNS, 1, "timestamp arrivals on " + name);
-  set_buffer(fd.get(), SO_RCVBUFFORCE, SO_RCVBUF, 32 << 20);
   set_buffer(fd.get(), SO_SNDBUFFORCE, SO_SNDBUF, 32 << 20);
-  sockaddr_ll addr{};
-  addr.sll_family = AF_PACKET;
-  addr.sll_protocol = htons(ETH_P_ALL);
-  addr.sll_ifindex = ifindex;
-  check_syscall("bind packet socket to " + name, bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr));
   return fd;
 }
 
-// Receive slots always hold a largest-class buffer; a small arrival is copied out so the slot is reused.
-struct Ferry::RxBatch {
-  static constexpr size_t kControl = CMSG_SPACE(sizeof(timespec));
-  std::array<Buffer, kBatch> bufs;
-  std::array<mmsghdr, kBatch> msgs{};
-  std::array<iovec, kBatch> iovs{};
-  alignas(cmsghdr) std::array<std::array<uint8_t, kControl>, kBatch> control{};
-
-  void refill(BufferPool& pool, int i) {
-    if (!bufs[i]) bufs[i] = pool.get(BufferPool::kMaxSize);
-    iovs[i] = {bufs[i].data(), BufferPool::kMaxSize};
-    msgs[i].msg_hdr = {};
-    msgs[i].msg_hdr.msg_iov = &iovs[i];
-    msgs[i].msg_hdr.msg_iovlen = 1;
-    msgs[i].msg_hdr.msg_control = control[i].data();
-    msgs[i].msg_hdr.msg_controllen = kControl;
-  }
-
-  // The kernel's receive time (CLOCK_REALTIME) moved onto the monotonic clock: when the frame entered the link,
-  // however late the ferry woke to read it. Clamped to [now - 1 s, now] against clock steps.
-  Nanos arrival(int i, Nanos now, Nanos realtime_offset) const {
-    msghdr& h = const_cast<msghdr&>(msgs[i].msg_hdr);
-    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-      timespec ts;
-      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
-      const Nanos t = static_cast<Nanos>(ts.tv_sec) * 1000000000 + ts.tv_nsec - realtime_offset;
-      return t > now || t < now - 1000 * kMillisecond ? now : t;
-    }
-    return now;
-  }
-};
-
-namespace {
-
-// CLOCK_REALTIME minus CLOCK_MONOTONIC, read between two monotonic reads so the error is one clock read.
-Nanos realtime_offset(Nanos& now) {
-  timespec a, r, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  clock_gettime(CLOCK_REALTIME, &r);
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  const Nanos ma = static_cast<Nanos>(a.tv_sec) * 1000000000 + a.tv_nsec;
-  const Nanos mb = static_cast<Nanos>(b.tv_sec) * 1000000000 + b.tv_nsec;
-  now = mb;
-  return static_cast<Nanos>(r.tv_sec) * 1000000000 + r.tv_nsec - (ma + (mb - ma) / 2);
+// PROTOCOL 0 binds for sending only: the socket never receives.
+void bind_to(int fd, int ifindex, uint16_t protocol, const std::string& name) {
+  sockaddr_ll addr{};
+  addr.sll_family = AF_PACKET;
+  addr.sll_protocol = htons(protocol);
+  addr.sll_ifindex = ifindex;
+  check_syscall("bind packet socket to " + name, bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
 }
 
 }  // namespace
 
-class Ferry::TxBatch : public PacketSink {
+PacketSockets open_packet_socket(const std::string& name) {
+  PacketSockets s;
+  s.rx = packet_socket(name);
+  set_int(s.rx.get(), SOL_PACKET, PACKET_IGNORE_OUTGOING, 1, "ignore own frames on " + name);
+  // Asking for timestamps makes the kernel stamp every frame as it enters the veth's backlog; the ring then
+  // carries that stamp, not the (later, by the backlog's wait) time the frame was copied into the ring.
+  set_int(s.rx.get(), SOL_SOCKET, SO_TIMESTAMPNS, 1, "timestamp arrivals on " + name);
+  set_buffer(s.rx.get(), SO_RCVBUFFORCE, SO_RCVBUF, 32 << 20);
+  s.tx = packet_socket(name);
+  // The receive ring must exist before the socket is bound: see RxRing.
+  s.rx_pending = std::async(std::launch::async, [fd = s.rx.get(), name] { return std::make_unique<RxRing>(fd, name); });
+  s.tx_pending = std::async(std::launch::async, [fd = s.tx.get(), name] { return std::make_unique<TxRing>(fd, name); });
+  return s;
+}
+
+void bind_packet_socket(PacketSockets& s, int ifindex, const std::string& name) {
+  s.rx_ring = s.rx_pending.get();
+  s.tx_ring = s.tx_pending.get();
+  bind_to(s.rx.get(), ifindex, ETH_P_ALL, name);
+  bind_to(s.tx.get(), ifindex, 0, name);
+}
+
+Ferry::End::End(PacketSockets s)
+    : rx(std::move(s.rx)), tx(std::move(s.tx)), rx_ring(std::move(s.rx_ring)), tx_ring(std::move(s.tx_ring)) {}
+
+namespace {
+
+// The kernel's receive time (CLOCK_REALTIME) moved onto the monotonic clock: when the frame entered the link,
+// however late the ferry woke to read it. Clamped to [now - 1 s, now] against clock steps.
+Nanos arrival_time(Nanos realtime, Nanos now, Nanos realtime_offset) {
+  const Nanos t = realtime - realtime_offset;
+  return t > now || t < now - 1000 * kMillisecond ? now : t;
+}
+
+// Frames too large for a transmit slot (GSO super-frames), sent by sendmmsg() in batches.
+class LargeBatch {
  public:
-  TxBatch(int fd, FerryCounters& counters) : fd_(fd), counters_(counters) {}
-  void send(Packet&& p) override {
+  explicit LargeBatch(int fd) : fd_(fd) {}
+  bool empty() const { return n_ == 0; }
+  bool full() const { return n_ == Ferry::kBatch; }
+  void add(Packet&& p) {
     iovs_[n_] = {p.buf.data(), p.size};
     msgs_[n_].msg_hdr = {};
     msgs_[n_].msg_hdr.msg_iov = &iovs_[n_];
     msgs_[n_].msg_hdr.msg_iovlen = 1;
     pkts_[n_++] = std::move(p);
-    if (n_ == kBatch) flush();
   }
-  void flush() {
+  // Returns how many frames the kernel refused.
+  uint64_t flush() {
+    uint64_t refused = 0;
     int done = 0;
     while (done < n_) {
       int r = sendmmsg(fd_, msgs_.data() + done, static_cast<unsigned>(n_ - done), 0);
       if (r < 0) {
         if (errno == EINTR) continue;
-        ++counters_.send_errors;  // the first frame was refused (ENOBUFS, EMSGSIZE...): it is lost
+        ++refused;  // the first frame was refused (ENOBUFS, EMSGSIZE...): it is lost
         r = 1;
       }
       done += r;
     }
     for (int i = 0; i < n_; ++i) pkts_[i] = Packet();  // buffers back to the pool
     n_ = 0;
+    return refused;
   }
 
  private:
   int fd_;
-  FerryCounters& counters_;
   int n_ = 0;
-  std::array<Packet, kBatch> pkts_;
-  std::array<mmsghdr, kBatch> msgs_{};
-  std::array<iovec, kBatch> iovs_{};
+  std::array<Packet, Ferry::kBatch> pkts_;
+  std::array<mmsghdr, Ferry::kBatch> msgs_{};
+  std::array<iovec, Ferry::kBatch> iovs_{};
 };
 
-Ferry::Ferry(FileDescriptor outer, FileDescriptor inner, BufferPool& pool)
-    : outer_(std::move(outer)), inner_(std::move(inner)), pool_(pool) {
-  for (auto& rx : rx_) {
-    rx = std::make_unique<RxBatch>();
-    for (int i = 0; i < kBatch; ++i) rx->refill(pool_, i);
+}  // namespace
+
+// One direction's exit: a frame goes into the transmit ring if it fits and the next slot is free, else into a
+// sendmmsg() batch. Frames leave in the order the queue released them: one path is flushed before the other
+// is used.
+class Ferry::Sender : public PacketSink {
+ public:
+  Sender(const End& exit, FerryCounters& counters) : ring_(*exit.tx_ring), large_(exit.rx.get()), counters_(counters) {}
+
+  void send(Packet&& p) override {
+    if (capture_) capture_->departed(p);
+    if (p.size <= TxRing::kMaxSize) {
+      if (uint8_t* slot = ring_.next_slot()) {
+        if (!large_.empty()) counters_.send_errors += large_.flush();
+        std::memcpy(slot, p.buf.data(), p.size);
+        if (!p.is_gso()) linearize(slot, p.size);
+        ring_.commit(p.size);
+        return;
+      }
+    }
+    if (ring_.pending()) counters_.send_errors += ring_.flush();
+    large_.add(std::move(p));
+    if (large_.full()) counters_.send_errors += large_.flush();
   }
-  tx_[kUplink] = std::make_unique<TxBatch>(outer_.get(), counters_);
-  tx_[kDownlink] = std::make_unique<TxBatch>(inner_.get(), counters_);
+
+  void flush() {
+    counters_.send_errors += ring_.flush();
+    counters_.send_errors += large_.flush();
+  }
+
+  void set_capture(DirectionCapture* c) { capture_ = c; }
+
+ private:
+  // A header length covering the whole frame makes the kernel copy all of it into the skb's linear area
+  // rather than attach the rest as a fragment of the ring's page, which the receiving stack would have to
+  // pull back into the linear area.
+  static void linearize(uint8_t* slot, uint32_t size) {
+    const uint16_t whole = static_cast<uint16_t>(size - kVnetHeaderSize);
+    std::memcpy(slot + offsetof(virtio_net_hdr, hdr_len), &whole, sizeof whole);
+  }
+
+  TxRing& ring_;
+  LargeBatch large_;
+  FerryCounters& counters_;
+  DirectionCapture* capture_ = nullptr;
+};
+
+Ferry::Ferry(PacketSockets outer, PacketSockets inner, BufferPool& pool)
+    : outer_(std::move(outer)), inner_(std::move(inner)), pool_(pool), spare_(pool.get(BufferPool::kMaxSize)) {
+  senders_[kUplink] = std::make_unique<Sender>(outer_, counters_);
+  senders_[kDownlink] = std::make_unique<Sender>(inner_, counters_);
 }
 
 Ferry::~Ferry() {
-  // Closing a packet socket waits for an RCU grace period (several ms); close both at once so the shell's
-  // exit pays for one.
-  std::thread other([fd = std::move(outer_)]() mutable { fd.reset(); });
-  inner_.reset();
-  other.join();
+  senders_[kUplink].reset();
+  senders_[kDownlink].reset();
+  // A mapped ring holds its socket open; and closing a packet socket waits for an RCU grace period (several
+  // ms): unmap first, then close all four at once so the shell's exit pays for one.
+  std::vector<FileDescriptor> fds;
+  for (End* s : {&outer_, &inner_}) {
+    s->rx_ring.reset();
+    s->tx_ring.reset();
+    fds.push_back(std::move(s->rx));
+    fds.push_back(std::move(s->tx));
+  }
+  std::vector<std::thread> closers;
+  for (size_t i = 1; i < fds.size(); ++i) closers.emplace_back([fd = std::move(fds[i])]() mutable { fd.reset(); });
+  fds[0].reset();
+  for (auto& t : closers) t.join();
 }
 
+bool Ferry::has_arrivals(Direction d) const {
+  RxRing::Frame f;
+  return end(d, true).rx_ring->peek(f);
+}
+
+// Frames are copied out of the ring at once (a small frame into a small buffer, so that a queue of ACKs does
+// not pin 64 KiB apiece): the ring never waits on a queue, and a copy of a small frame costs less than the
+// system call it replaces.
 int Ferry::receive(Direction d, PacketQueue& queue) {
-  RxBatch& rx = *rx_[d];
-  const int fd = fd_for_arrivals(d);
-  int total = 0;
-  for (int round = 0; round < 4; ++round) {  // bounded, so one busy direction cannot starve the other
-    int n = recvmmsg(fd, rx.msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
-    if (n <= 0) return total;  // EAGAIN (drained) or a transient error: epoll will tell us again
-    total += n;
-    Nanos now;
-    const Nanos offset = realtime_offset(now);
-    for (int i = 0; i < n; ++i) {
-      Packet p;
-      p.size = rx.msgs[i].msg_len;
-      p.arrival = rx.arrival(i, now, offset);
-      if (p.size <= kVnetHeaderSize) continue;
-      if (BufferPool::class_size_for(p.size) < BufferPool::kMaxSize) {
-        p.buf = pool_.get(p.size);
-        std::memcpy(p.buf.data(), rx.bufs[i].data(), p.size);
-      } else {
-        p.buf = std::move(rx.bufs[i]);
-      }
-      rx.refill(pool_, i);
-      queue.enqueue(std::move(p), now);
+  const End& entry = end(d, true);
+  RxRing& ring = *entry.rx_ring;
+  RxRing::Frame f;
+  Nanos now = 0, offset = 0;
+  int n = 0;
+  for (; n < kMaxPerTurn && ring.peek(f); ++n) {
+    if (n == 0) offset = realtime_offset(now);
+    Packet p;
+    p.arrival = arrival_time(f.realtime, now, offset);
+    if (f.copied) {
+      read_whole(entry.rx.get(), p);
+    } else if (f.size == f.wire_size) {
+      p.size = f.size;
+      p.buf = pool_.get(p.size);
+      std::memcpy(p.buf.data(), f.data, p.size);
+    } else {
+      ++counters_.truncated;  // too large for a slot, and no room on the socket for the whole frame
     }
-    if (n < kBatch) return total;
+    ring.pop();
+    if (p.size > kVnetHeaderSize) queue.enqueue(std::move(p), now);
   }
-  return total;
+  return n;
+}
+
+// The whole frame of a slot marked TP_STATUS_COPY, from the socket (the kernel queued it there in ring order).
+// A frame larger than the largest buffer (a BIG TCP super-frame) is lost, not cut short.
+void Ferry::read_whole(int fd, Packet& p) {
+  const ssize_t n = recv(fd, spare_.data(), BufferPool::kMaxSize, MSG_DONTWAIT | MSG_TRUNC);
+  if (n <= 0 || static_cast<size_t>(n) > BufferPool::kMaxSize) {
+    ++counters_.truncated;
+    return;
+  }
+  p.size = static_cast<uint32_t>(n);
+  if (BufferPool::class_size_for(p.size) < BufferPool::kMaxSize) {
+    p.buf = pool_.get(p.size);
+    std::memcpy(p.buf.data(), spare_.data(), p.size);
+  } else {
+    p.buf = std::move(spare_);
+    spare_ = pool_.get(BufferPool::kMaxSize);
+  }
 }
 
 void Ferry::release(Direction d, PacketQueue& queue, Nanos now) {
-  queue.dequeue_ready(now, *tx_[d]);
-  tx_[d]->flush();
+  queue.dequeue_ready(now, *senders_[d]);
+  senders_[d]->flush();
+}
+
+void Ferry::set_capture(LinkCapture* capture) {
+  capture_ = capture;
+  for (auto d : {kUplink, kDownlink}) senders_[d]->set_capture(capture ? capture->direction(d) : nullptr);
+}
+
+Nanos Ferry::capture_due() const {
+  return capture_ ? capture_->flush_due() : kNever;
+}
+
+void Ferry::flush_capture(Nanos now) {
+  if (capture_ && now >= capture_->flush_due()) capture_->flush(now);
+}
+
+const FerryCounters& Ferry::counters() const {
+  for (const End* s : {&outer_, &inner_}) {
+    tpacket_stats st{};
+    socklen_t len = sizeof st;
+    if (getsockopt(s->rx.get(), SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) counters_.ring_full += st.tp_drops;
+  }
+  return counters_;
 }
 
 }  // namespace tracemod

@@ -4,47 +4,85 @@
 
 #include <sys/socket.h>
 
-#include <array>
+#include <future>
 #include <memory>
 
 #include "packet/buffer_pool.hh"
 #include "packet/packet_queue.hh"
+#include "packet/packet_ring.hh"
 #include "util/file_descriptor.hh"
 
 namespace tracemod {
 
-// An AF_PACKET socket bound to one interface of the current network namespace, carrying virtio-net headers so
-// GSO super-frames are read and written whole.
-FileDescriptor open_packet_socket(int ifindex, const std::string& name);
+// One end of the link, on one interface of a network namespace: a packet socket with a receive ring (it also
+// sends the frames too large for a transmit slot) and a send-only socket with a transmit ring. Both carry
+// virtio-net headers, so GSO super-frames are read and written whole. Making a ring costs the kernel an RCU
+// grace period (milliseconds), so the sockets are opened and their rings begun, in the background, as soon as
+// the namespace exists (open_packet_socket), and bound once the interface does (bind_packet_socket): from
+// then on no frame crossing the interface is missed.
+struct PacketSockets {
+  FileDescriptor rx, tx;
+  std::future<std::unique_ptr<RxRing>> rx_pending;  // declared after the sockets: finished before they close
+  std::future<std::unique_ptr<TxRing>> tx_pending;
+  std::unique_ptr<RxRing> rx_ring;
+  std::unique_ptr<TxRing> tx_ring;
+};
+// Opens both sockets in the current network namespace and begins their rings. NAME is for messages.
+PacketSockets open_packet_socket(const std::string& name);
+// Waits for the rings, then binds both sockets to interface IFINDEX (in the sockets' namespace).
+void bind_packet_socket(PacketSockets& s, int ifindex, const std::string& name);
 
 struct FerryCounters {
   uint64_t send_errors = 0;  // frames the kernel refused on transmit (counted as lost on the wire)
+  uint64_t ring_full = 0;    // frames the kernel dropped because the ferry had not emptied its ring (lost)
+  uint64_t truncated = 0;    // frames too large for a slot that the socket had no room for, or for a buffer (lost)
+  uint64_t lost_on_receive() const { return ring_full + truncated; }
 };
+
+class LinkCapture;
 
 class Ferry {
  public:
-  static constexpr int kBatch = 64;
+  static constexpr int kBatch = 64;        // frames per sendmmsg()
+  static constexpr int kMaxPerTurn = 256;  // frames read per direction per turn: one cannot starve the other
   enum Direction { kUplink = 0, kDownlink = 1 };
 
   // OUTER faces the parent namespace, INNER the command's. The pool must outlive the ferry.
-  Ferry(FileDescriptor outer, FileDescriptor inner, BufferPool& pool);
+  Ferry(PacketSockets outer, PacketSockets inner, BufferPool& pool);
   ~Ferry();
 
-  int fd_for_arrivals(Direction d) const { return d == kUplink ? inner_.get() : outer_.get(); }
-  // Reads what has arrived for direction D (a bounded number of batches) into QUEUE; returns how many frames.
+  int fd_for_arrivals(Direction d) const { return end(d, true).rx.get(); }
+  // True if a frame waits for direction D: a memory read, no system call.
+  bool has_arrivals(Direction d) const;
+  // Reads what has arrived for direction D (at most kMaxPerTurn frames) into QUEUE; returns how many frames.
   int receive(Direction d, PacketQueue& queue);
   // Sends what QUEUE releases at NOW out of direction D's exit.
   void release(Direction d, PacketQueue& queue, Nanos now);
-  const FerryCounters& counters() const { return counters_; }
+  // Shows CAPTURE (not owned; null: none) each frame as it leaves a queue, and lets it write out what it
+  // buffered (flush_capture) when capture_due() says.
+  void set_capture(LinkCapture* capture);
+  Nanos capture_due() const;
+  void flush_capture(Nanos now);
+  // Counters so far; reading them also collects the kernel's (which it clears when read).
+  const FerryCounters& counters() const;
 
  private:
-  struct RxBatch;
-  class TxBatch;
-  FileDescriptor outer_, inner_;
+  class Sender;
+  struct End {
+    explicit End(PacketSockets s);
+    FileDescriptor rx, tx;
+    std::unique_ptr<RxRing> rx_ring;
+    std::unique_ptr<TxRing> tx_ring;
+  };
+  const End& end(Direction d, bool entry) const { return (d == kUplink) == entry ? inner_ : outer_; }
+  void read_whole(int fd, Packet& p);
+
+  End outer_, inner_;
   BufferPool& pool_;
-  std::unique_ptr<RxBatch> rx_[2];
-  std::unique_ptr<TxBatch> tx_[2];
-  FerryCounters counters_;
+  Buffer spare_;  // where a frame too large for a ring slot is read
+  std::unique_ptr<Sender> senders_[2];
+  LinkCapture* capture_ = nullptr;
+  mutable FerryCounters counters_;
 };
 
 }  // namespace tracemod

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace tracemod {
 namespace {
@@ -115,32 +116,42 @@ SegmentShape segment_shape(const Packet& p) {
   return {(total + mss - 1) / mss, l.payload - l.l3, mss, total};
 }
 
-bool segment_gso(const Packet& p, BufferPool& pool, const std::function<void(Packet&&)>& emit) {
+bool view_segments(const Packet& p, const std::function<void(const SegmentView&)>& each) {
   const Layout l = parse(p);
   if (!l.ok) return false;
   const uint32_t mss = p.vnet().gso_size;
   const uint32_t total = p.frame_size() - l.payload;
   const uint32_t count = (total + mss - 1) / mss;
+  thread_local std::vector<uint8_t> headers;  // grows to the largest headers seen, then never allocates
+  if (headers.size() < l.payload) headers.resize(l.payload);
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t chunk = std::min(mss, total - i * mss);
+    std::memcpy(headers.data(), p.frame(), l.payload);
+    fix_headers(headers.data(), l, chunk, i, count, mss);
+    each({headers.data(), l.payload, p.frame() + l.payload + i * mss, chunk});
+  }
+  return true;
+}
+
+bool segment_gso(const Packet& p, BufferPool& pool, const std::function<void(Packet&&)>& emit) {
+  const Layout l = parse(p);
+  return view_segments(p, [&](const SegmentView& v) {
     Packet s;
-    s.size = kVnetHeaderSize + l.payload + chunk;
+    s.size = kVnetHeaderSize + v.header_size + v.payload_size;
     s.buf = pool.get(s.size);
     s.arrival = p.arrival;
     s.release = p.release;
     virtio_net_hdr h{};
     h.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
     h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
-    h.hdr_len = static_cast<uint16_t>(l.payload);
+    h.hdr_len = static_cast<uint16_t>(v.header_size);
     h.csum_start = static_cast<uint16_t>(l.l4);
     h.csum_offset = l.tcp ? 16 : 6;
     std::memcpy(s.buf.data(), &h, sizeof h);
-    std::memcpy(s.frame(), p.frame(), l.payload);
-    std::memcpy(s.frame() + l.payload, p.frame() + l.payload + i * mss, chunk);
-    fix_headers(s.frame(), l, chunk, i, count, mss);
+    std::memcpy(s.frame(), v.headers, v.header_size);
+    std::memcpy(s.frame() + v.header_size, v.payload, v.payload_size);
     emit(std::move(s));
-  }
-  return true;
+  });
 }
 
 }  // namespace tracemod

@@ -24,4 +24,15 @@ SegmentShape segment_shape(const Packet& p);
 // Emits each segment of P in order. Returns false (emitting nothing) if P is not a GSO frame we can split.
 bool segment_gso(const Packet& p, BufferPool& pool, const std::function<void(Packet&&)>& emit);
 
+// What segment_gso would emit, without copying payload: for each segment in order, its Ethernet, IP and L4
+// headers as the wire carries them (in a scratch buffer valid during the call) and where its payload lies in
+// P. Returns false (calling nothing) if P is not a GSO frame we can split.
+struct SegmentView {
+  const uint8_t* headers;
+  uint32_t header_size;  // bytes from the Ethernet header to the end of the L4 header
+  const uint8_t* payload;
+  uint32_t payload_size;
+};
+bool view_segments(const Packet& p, const std::function<void(const SegmentView&)>& each);
+
 }  // namespace tracemod
