@@ -33,7 +33,10 @@ int distill(const po::variables_map& vm) {
   const std::string raw = get("raw");
   if (raw.empty()) throw UsageError("missing RAW: the raw record to distill");
   const std::string prefix = vm.count("output") ? get("output") : rec::default_distill_prefix(raw);
-  std::cout << rec::distill(raw, prefix) << "\n";
+  const std::string report = rec::distill(raw, prefix);  // the summary, then any warning
+  const size_t newline = std::min(report.find('\n'), report.size());
+  std::cout << report.substr(0, newline) << "\n" << std::flush;
+  if (newline < report.size()) print_error("tm-record: " + report.substr(newline + 1) + "\n");
   return 0;
 }
 

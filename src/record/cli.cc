@@ -15,16 +15,6 @@
 namespace tracemod::record {
 namespace {
 
-double parse_number(const std::string& option, const std::string& text, double low, double high, const char* unit) {
-  double v = NAN;
-  if (!tracemod::parse_double(text, v) || !(v >= low && v <= high)) {
-    std::ostringstream s;
-    s << "invalid " << option << " '" << text << "': expected " << unit << " from " << low << " to " << high;
-    throw UsageError(s.str());
-  }
-  return v;
-}
-
 tracemod::Nanos millis(const std::string& option, const std::string& text) {
   return static_cast<tracemod::Nanos>(tracemod::parse_milliseconds(option, text) * 1e6);
 }
@@ -72,13 +62,15 @@ uint32_t count(const po::variables_map& vm, const char* name, uint32_t low, uint
 }
 
 void fill_window(const po::variables_map& vm, WindowParams& w) {
-  const std::string profile = vm.count("profile") ? get(vm, "profile") : "wifi";
-  if (profile == "lte")
+  const std::string profile = vm.count("profile") ? get(vm, "profile") : "auto";
+  if (profile == "auto")
+    w = auto_window();
+  else if (profile == "lte")
     w = lte_window();
   else if (profile == "wifi")
     w = wifi_window();
   else
-    throw UsageError("invalid --profile '" + profile + "': expected wifi or lte");
+    throw UsageError("invalid --profile '" + profile + "': expected auto, wifi or lte");
   if (vm.count("low-delay")) w.low_delay = millis("--low-delay", get(vm, "low-delay"));
   if (vm.count("high-delay")) w.high_delay = millis("--high-delay", get(vm, "high-delay"));
   if (w.low_delay > w.high_delay) throw UsageError("invalid --low-delay: it is above --high-delay");
@@ -119,12 +111,13 @@ po::options_description client_options() {
       ("direction", po::value<std::string>()->value_name("DIR"), "up (default), down, or both (cellular only)")  //
       ("duration", po::value<std::string>()->value_name("S"), "seconds to record, from the first arrival (30)")  //
       ("packet-size", po::value<std::string>()->value_name("B"), "IP packet bytes (1500 = one opportunity)")     //
-      ("profile", po::value<std::string>()->value_name("P"), "window defaults: wifi (default) or lte")           //
-      ("low-delay", po::value<std::string>()->value_name("MS"), "grow the window below this queueing delay")     //
-      ("high-delay", po::value<std::string>()->value_name("MS"), "shrink it above this one")                     //
-      ("min-window", po::value<std::string>()->value_name("N"), "packets")                                       //
-      ("max-window", po::value<std::string>()->value_name("N"), "packets")                                       //
-      ("initial-window", po::value<std::string>()->value_name("N"), "packets")                                   //
+      ("profile", po::value<std::string>()->value_name("P"),
+       "window thresholds: auto (default: Wi-Fi's, raised if the link proves bursty), wifi or lte")           //
+      ("low-delay", po::value<std::string>()->value_name("MS"), "grow the window below this queueing delay")  //
+      ("high-delay", po::value<std::string>()->value_name("MS"), "shrink it above this one")                  //
+      ("min-window", po::value<std::string>()->value_name("N"), "packets")                                    //
+      ("max-window", po::value<std::string>()->value_name("N"), "packets")                                    //
+      ("initial-window", po::value<std::string>()->value_name("N"), "packets")                                //
       ("loss-timeout", po::value<std::string>()->value_name("MS"),
        "floor of the time after which an unacknowledged packet is lost")  //
       ("server", po::value<std::string>()->value_name("SERVER"), "the server's data address");

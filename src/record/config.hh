@@ -27,7 +27,7 @@ struct ClientConfig : CommonConfig {
   bool up = true, down = false;
   Nanos duration = 30000 * kMillisecond;
   uint32_t ip_packet_bytes = 1500;
-  WindowParams window = wifi_window();
+  WindowParams window = auto_window();
   Nanos connect_timeout = 10000 * kMillisecond;
 };
 

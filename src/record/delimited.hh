@@ -1,11 +1,18 @@
-// Length-delimited protobuf: a varint byte count, then the message. Raw records and the feedback
-// connection both use it.
+// Length-delimited protobuf: a varint byte count, then the message. Raw records (tm-record's, tm-probe's) and
+// the feedback connection use it.
 #pragma once
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/message_lite.h>
 
+#include <climits>
+#include <functional>
 #include <string>
+
+#include "util/error.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod::record {
 
@@ -17,6 +24,36 @@ inline void append_delimited(const google::protobuf::MessageLite& message, std::
   const size_t at = out.size();
   out.resize(at + size);
   message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(&out[at]));
+}
+
+// Parses each message of the length-delimited file at PATH into ENTRY and calls VISIT with its number (from 1).
+// A message cut off at the end (its writer was killed mid-write) ends the file quietly; anything else
+// malformed throws UsageError("PATH: entry N: ... a KIND"), e.g. KIND "tm-record raw entry". Returns how many
+// messages were read.
+inline uint64_t read_delimited(const std::string& path, google::protobuf::MessageLite& entry, const std::string& kind,
+                               const std::function<void(uint64_t)>& visit) {
+  constexpr uint32_t kMaxEntryBytes = 1 << 20;  // a real entry is tens of bytes
+  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY);
+  google::protobuf::io::FileInputStream file(fd.get());
+  google::protobuf::io::CodedInputStream in(&file);
+  in.SetTotalBytesLimit(INT_MAX);
+  uint64_t n = 0;
+  for (;; ++n) {
+    uint32_t size = 0;
+    if (!in.ReadVarint32(&size)) break;  // end of file (or a cut-off length: also the end)
+    if (size > kMaxEntryBytes)
+      throw UsageError(path + ": entry " + std::to_string(n + 1) + ": length " + std::to_string(size) +
+                       " is not that of a " + kind);
+    const auto limit = in.PushLimit(static_cast<int>(size));
+    const bool parsed = entry.ParseFromCodedStream(&in);
+    const bool whole = in.BytesUntilLimit() == 0;
+    in.PopLimit(limit);
+    if (!whole) break;  // the writer was stopped in the middle of this entry
+    if (!parsed) throw UsageError(path + ": entry " + std::to_string(n + 1) + ": not a " + kind);
+    visit(n + 1);
+  }
+  if (file.GetErrno() != 0) throw_errno("read " + path, file.GetErrno());
+  return n;
 }
 
 }  // namespace tracemod::record

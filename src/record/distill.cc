@@ -72,6 +72,7 @@ std::string distill(const std::string& raw_path, const std::string& prefix) {
     ++second.first;
     second.second += static_cast<int64_t>(lost_before) - (late ? 1 : 0);
   });
+  stats.finish();
   for (int64_t s = 0; s <= per_second.rbegin()->first; ++s) {  // seconds without arrivals too
     const auto counts = per_second[s];
     std::fprintf(loss.get(), "%lld %llu %lld\n", static_cast<long long>(s),
@@ -80,8 +81,10 @@ std::string distill(const std::string& raw_path, const std::string& prefix) {
   delay.close();
   loss.close();
   trace.finish();
+  const std::string warning = shortfall_warning(stats);
   return describe(header.direction(), stats, header.ip_packet_bytes()) + "; trace " + prefix + " (" +
-         std::to_string(trace.lines()) + " opportunities), series " + prefix + ".delay, " + prefix + ".loss";
+         std::to_string(trace.lines()) + " opportunities), series " + prefix + ".delay, " + prefix + ".loss" +
+         (warning.empty() ? "" : "\n" + warning);
 }
 
 }  // namespace tracemod::record

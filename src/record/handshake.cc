@@ -28,6 +28,8 @@ Hello make_hello(const ClientConfig& c) {
   w->set_initial_window(c.window.initial_window);
   w->set_loss_timeout_ns(c.window.loss_timeout);
   w->set_max_rate_bps(c.max_rate_bps);
+  w->set_adaptive(c.window.adaptive);
+  w->set_loss_shrinks(c.window.loss_shrinks);
   return h;
 }
 
@@ -58,6 +60,8 @@ WindowParams window_from(const WindowSettings& w) {
   p.max_window = w.max_window();
   p.initial_window = w.initial_window();
   p.loss_timeout = w.loss_timeout_ns();
+  p.adaptive = w.adaptive();
+  p.loss_shrinks = w.loss_shrinks();
   return p;
 }
 

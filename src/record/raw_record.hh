@@ -17,7 +17,7 @@ class RawWriter {
   RawWriter(const RawWriter&) = delete;
   RawWriter& operator=(const RawWriter&) = delete;
 
-  void write(const RawEntry& entry);
+  void write(const google::protobuf::MessageLite& entry);  // a RawEntry, or another tool's entry (tm-probe)
   void flush();
   void close();  // flushes and closes; throws on a write error
   const std::string& path() const { return path_; }

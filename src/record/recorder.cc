@@ -2,9 +2,19 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace tracemod::record {
+namespace {
+
+// The estimated missed opportunities, as a share of what the link offered (recorded + missed).
+double missed_share(const ArrivalStats& s) {
+  const double missed = s.shortfall().missed();
+  return missed > 0 ? missed / (static_cast<double>(s.packets()) + missed) : 0;
+}
+
+}  // namespace
 
 void DelayHistogram::add(Nanos d) {
   const size_t bin = d <= 0 ? 0 : std::min<size_t>(static_cast<size_t>(d / kMillisecond), kBins - 1);
@@ -35,11 +45,11 @@ void ArrivalStats::add(uint64_t seq, Nanos send, Nanos recv, uint32_t size, uint
     *late = true;  // presumed lost when a later one came; here it is
     --lost_;
   }
-  const Nanos owd = recv - send;
-  if (packets_ == 0 || owd < min_owd_) min_owd_ = owd;
+  const DryQueue::Arrival arrival = dry_.add(send, recv);
+  shortfall_.add(recv, arrival);
   if (packets_ == 0) first_ = recv;
   last_ = recv;
-  last_qdelay_ = owd - min_owd_;
+  last_qdelay_ = arrival.qdelay;
   delays_.add(last_qdelay_);
   ++packets_;
   bytes_ += size;
@@ -91,6 +101,7 @@ bool Recorder::on_arrival(uint64_t seq, Nanos send, Nanos recv, uint32_t size) {
 std::string Recorder::finish(const std::string& reason) {
   if (finished_) return {};
   finished_ = true;
+  stats_.finish();
   RawEntry entry;
   Footer* f = entry.mutable_footer();
   f->set_packets(stats_.packets());
@@ -104,7 +115,8 @@ std::string Recorder::finish(const std::string& reason) {
   std::string line = describe(direction(), stats_, options_.ip_packet_bytes) + " (" + reason + "); ";
   line += traced ? "trace " + trace_.path() + " (" + std::to_string(trace_.lines()) + " opportunities)"
                  : "no packet arrived, so no trace";
-  return line + ", raw " + raw_.path();
+  const std::string warning = shortfall_warning(stats_);
+  return line + ", raw " + raw_.path() + (warning.empty() ? "" : "\n" + warning);
 }
 
 std::string describe(const std::string& direction, const ArrivalStats& s, uint32_t ip_packet_bytes) {
@@ -119,6 +131,23 @@ std::string describe(const std::string& direction, const ArrivalStats& s, uint32
                 static_cast<unsigned long long>(s.lost()), static_cast<unsigned long long>(s.expected()),
                 static_cast<double>(s.delays().percentile(50)) / 1e6,
                 static_cast<double>(s.delays().percentile(95)) / 1e6);
+  const ShortfallEstimate& dry = s.shortfall();
+  if (dry.moments() == 0) return std::string(buf) + ", queue never ran dry";
+  std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf),
+                ", queue ran dry %llu times (about %.0f opportunities missed, %.2f%%)",
+                static_cast<unsigned long long>(dry.moments()), dry.missed(), 100 * missed_share(s));
+  return buf;
+}
+
+std::string shortfall_warning(const ArrivalStats& s) {
+  if (missed_share(s) <= kShortfallWarning) return {};
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "warning: the queue ran dry %llu times while the link could deliver: the trace misses about %.0f of "
+                "its opportunities (%.1f%%); a deeper queue (--profile lte, a larger --low-delay) or a sender held "
+                "back less (--max-rate, a busy machine) would have caught them",
+                static_cast<unsigned long long>(s.shortfall().moments()), s.shortfall().missed(),
+                100 * missed_share(s));
   return buf;
 }
 

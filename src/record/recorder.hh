@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "record/dry_queue.hh"
 #include "record/raw_record.hh"
 #include "record/trace_writer.hh"
 #include "util/clock.hh"
@@ -31,6 +32,7 @@ class ArrivalStats {
  public:
   // Returns the packet's entry fields: how many sequence numbers it skips, and whether it is late.
   void add(uint64_t seq, Nanos send, Nanos recv, uint32_t size, uint64_t* lost_before, bool* late);
+  void finish() { shortfall_.finish(); }  // after the last arrival: completes shortfall()
   uint64_t packets() const { return packets_; }
   uint64_t lost() const { return lost_; }
   uint64_t expected() const { return packets_ + lost_; }
@@ -39,11 +41,14 @@ class ArrivalStats {
   Nanos last() const { return last_; }
   Nanos queueing_delay() const { return last_qdelay_; }  // of the latest arrival, against the smallest OWD
   const DelayHistogram& delays() const { return delays_; }
+  const ShortfallEstimate& shortfall() const { return shortfall_; }
 
  private:
   uint64_t packets_ = 0, lost_ = 0, bytes_ = 0, next_seq_ = 0;
-  Nanos first_ = 0, last_ = 0, min_owd_ = 0, last_qdelay_ = 0;
+  Nanos first_ = 0, last_ = 0, last_qdelay_ = 0;
   DelayHistogram delays_;
+  DryQueue dry_;
+  ShortfallEstimate shortfall_;
 };
 
 struct RecorderOptions {
@@ -77,7 +82,13 @@ class Recorder {
   bool finished_ = false;
 };
 
-// "up: 30.00 s, 35996 packets (11.52 Mbit/s), loss 1.01% (363 of 35996+363), queueing delay p50 ... ms"
+// "up: 30.00 s, 35996 packets (11.52 Mbit/s), loss 1.01% (363 of 35996+363), queueing delay p50 ... ms, queue
+// ran dry 3 times (about 5 opportunities missed, 0.01%)"
 std::string describe(const std::string& direction, const ArrivalStats& stats, uint32_t ip_packet_bytes);
+
+// A warning when the dry queue cost the recording more than kShortfallWarning of the link's opportunities
+// (estimated: ShortfallEstimate); empty otherwise.
+constexpr double kShortfallWarning = 0.01;
+std::string shortfall_warning(const ArrivalStats& stats);
 
 }  // namespace tracemod::record

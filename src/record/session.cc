@@ -33,18 +33,26 @@ struct Sender {
   WindowControl window;
   RateLimiter limiter;
   uint64_t next_seq = 0, capped = 0, progress_acked = 0;
-  uint64_t seconds = 0, crowded = 0;  // seconds sending; of those, with the queue full at the smallest window
-  bool stopped = false, waited_for_cap = false;
+  // Seconds sending; of those, at the smallest window with the queue above the high threshold (crowded), or at
+  // least above the low one (squeezed).
+  uint64_t seconds = 0, crowded = 0, squeezed = 0;
+  size_t changes_told = 0;                                     // threshold changes already announced
+  bool stopped = false, waited_for_cap = false, held = false;  // held: by a full local queue
   Nanos retry_at = 0;
 };
 
 __attribute__((format(printf, 1, 2))) std::string fmt(const char* format, ...) {
-  char buf[200];
+  char buf[400];
   va_list args;
   va_start(args, format);
   std::vsnprintf(buf, sizeof buf, format, args);
   va_end(args);
   return buf;
+}
+
+// "20/80 ms": the window's low and high queueing-delay thresholds.
+std::string thresholds_text(Nanos low, Nanos high) {
+  return fmt("%g/%g ms", static_cast<double>(low) / 1e6, static_cast<double>(high) / 1e6);
 }
 
 // The kernel's receive time of a datagram, on CLOCK_MONOTONIC (it stamps CLOCK_REALTIME).
@@ -82,12 +90,15 @@ class Session {
   void read_control(Nanos now);
   void handle_control(const Control& m, Nanos now);
   void on_feedback(const Feedback& f, Nanos now);
+  void tell_threshold_changes();
+  std::string threshold_history() const;
   void finish_recording(const std::string& reason);
   void stop_sending(const std::string& why);
   void flush_feedback();
   void progress(Nanos now);
   void note_crowding();
   void say(const std::string& line) const;
+  void say_lines(const std::string& prefix, const std::string& text) const;
   bool done() const;
   void leave(const std::string& reason);
   bool sending() const { return sender_ && !sender_->stopped; }
@@ -125,6 +136,14 @@ Session::Session(const SessionSetup& s, ControlStream& control) : s_(s), control
 
 void Session::say(const std::string& line) const {
   record::say(line);
+}
+
+void Session::say_lines(const std::string& prefix, const std::string& text) const {
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    say(prefix + text.substr(begin, end - begin));
+    begin = end + 1;
+  }
 }
 
 bool Session::done() const {
@@ -234,16 +253,19 @@ bool Session::send_one(Nanos now) {
   const ssize_t n = s_.data_connected ? ::send(s_.data_fd, packet_.data(), len, 0)
                                       : ::sendto(s_.data_fd, packet_.data(), len, 0, peer_.get(), peer_.length);
   if (n < 0) {
-    if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR) return snd.retry_at = now + kSendRetry, false;
+    if (errno == EAGAIN || errno == ENOBUFS || errno == EINTR)
+      return snd.retry_at = now + kSendRetry, snd.held = true, false;
     if (errno == EMSGSIZE)
       throw Error("a " + std::to_string(s_.ip_packet_bytes) +
                   "-byte data packet is larger than the path MTU: give a smaller --packet-size");
     if (errno == ECONNREFUSED) throw Error("the receiver's UDP data port is closed (ICMP port unreachable)");
     throw_errno("send a data packet", errno);
   }
-  snd.window.on_sent(snd.next_seq++, now);
+  const bool capped = std::exchange(snd.waited_for_cap, false);
+  snd.window.on_sent(snd.next_seq++, now, std::exchange(snd.held, false));
   snd.limiter.take(s_.ip_packet_bytes);
-  if (std::exchange(snd.waited_for_cap, false)) ++snd.capped;
+  // The cap matters where it kept the queue short; with a deep queue the link never felt it.
+  if (capped && snd.window.queueing_delay() < snd.window.params().low_delay) ++snd.capped;
   return true;
 }
 
@@ -325,7 +347,7 @@ void Session::handle_control(const Control& m, Nanos now) {
   if (m.has_feedback()) return on_feedback(m.feedback(), now);
   if (m.has_stop()) {
     if (sending()) {
-      if (!m.stop().reason().empty()) say(std::string(s_.is_server ? "client: " : "server: ") + m.stop().reason());
+      say_lines(s_.is_server ? "client: " : "server: ", m.stop().reason());
       stop_sending("receiver stopped");
     }
     return;
@@ -340,13 +362,39 @@ void Session::handle_control(const Control& m, Nanos now) {
 void Session::on_feedback(const Feedback& f, Nanos now) {
   if (!sender_ || f.up() != s_.send_up) return;
   for (int i = 0; i < f.seq_size(); ++i) sender_->window.on_ack(f.seq(i), f.send_ns(i), f.recv_ns(i), now);
+  tell_threshold_changes();
+}
+
+void Session::tell_threshold_changes() {
+  Sender& snd = *sender_;
+  const std::vector<ThresholdChange>& changes = snd.window.changes();
+  for (; snd.changes_told < changes.size(); ++snd.changes_told) {
+    const ThresholdChange& c = changes[snd.changes_told];
+    say(std::string(s_.send_up ? "up" : "down") +
+        fmt(": %.1f s: thresholds now %s (--profile auto): the queue ran ", static_cast<double>(c.at - start_) / 1e9,
+            thresholds_text(c.low, c.high).c_str()) +
+        fmt("dry with the window full in a burst after a stall (packets had queued %.0f ms through it)",
+            static_cast<double>(c.queued) / 1e6));
+  }
+}
+
+// "20/80 ms (auto: 20/80 ms from the start, 320/1280 ms from 5.2 s)"
+std::string Session::threshold_history() const {
+  const WindowControl& w = sender_->window;
+  std::string text = thresholds_text(w.params().low_delay, w.params().high_delay);
+  if (!w.params().adaptive) return text;
+  const WindowParams first = s_.window;
+  text += " (auto: " + thresholds_text(first.low_delay, first.high_delay) + " from the start";
+  for (const ThresholdChange& c : w.changes())
+    text += ", " + thresholds_text(c.low, c.high) + fmt(" from %.1f s", static_cast<double>(c.at - start_) / 1e9);
+  return text + ")";
 }
 
 void Session::finish_recording(const std::string& reason) {
   if (!recording()) return;
   flush_feedback();
   const std::string summary = recorder_->finish(reason);
-  say(summary);
+  say_lines("", summary);
   Control stop;
   stop.mutable_stop()->set_up(s_.is_server);
   stop.mutable_stop()->set_reason(summary);
@@ -360,8 +408,19 @@ void Session::stop_sending(const std::string& why) {
   const double sent = static_cast<double>(snd.next_seq);
   const double capped = sent > 0 ? 100.0 * static_cast<double>(snd.capped) / sent : 0;
   say(std::string(s_.send_up ? "up" : "down") + ": sent " + std::to_string(snd.next_seq) + " packets (" + why +
-      "), window " + std::to_string(snd.window.window()) + fmt(", %.1f%% of sends waited for --max-rate", capped));
+      "), window " + std::to_string(snd.window.window()) + ", thresholds " + threshold_history() +
+      fmt(", %.1f%% of sends waited for --max-rate with the queue short", capped));
   if (capped > 5) say("warning: --max-rate held the sender back: the trace may show that cap rather than the link");
+  if (snd.seconds >= 3 && snd.crowded * 5 <= snd.seconds && snd.squeezed * 5 > snd.seconds) {
+    // A window of min_window packets holds the queue above the low threshold on a link slower than this alone.
+    const WindowParams& p = snd.window.params();
+    const double mbps = p.min_window * s_.ip_packet_bytes * 8.0 / (static_cast<double>(p.low_delay) / 1e9) / 1e6;
+    say(
+        fmt("note: for %llu of %llu s the window was at its smallest with the queue above --low-delay: the link "
+            "is slower than %.2f Mbit/s, or other traffic shares it and the trace holds only the recorder's "
+            "share; the recorder cannot tell which",
+            static_cast<unsigned long long>(snd.squeezed), static_cast<unsigned long long>(snd.seconds), mbps));
+  }
   if (snd.seconds >= 3 && snd.crowded * 5 > snd.seconds)
     say("warning: for " + std::to_string(snd.crowded) + " of " + std::to_string(snd.seconds) +
         " s the queue stayed above --high-delay with the window at its smallest: other traffic shares the link, "
@@ -372,7 +431,9 @@ void Session::note_crowding() {
   Sender& snd = *sender_;
   const WindowControl& w = snd.window;
   ++snd.seconds;
-  if (w.window() == w.params().min_window && w.queueing_delay() > w.params().high_delay) ++snd.crowded;
+  if (w.window() != w.params().min_window) return;
+  if (w.queueing_delay() > w.params().high_delay) ++snd.crowded;
+  if (w.queueing_delay() >= w.params().low_delay) ++snd.squeezed;
 }
 
 void Session::leave(const std::string& reason) {
@@ -398,7 +459,9 @@ void Session::progress(Nanos now) {
                 acked * s_.ip_packet_bytes * 8 / 1e6,
                 total > 0 ? 100 * static_cast<double>(snd.window.lost()) / total : 0) +
             "window " + std::to_string(snd.window.window()) +
-            fmt(" qdelay %.1f ms", static_cast<double>(snd.window.queueing_delay()) / 1e6);
+            fmt(" qdelay %.1f ms", static_cast<double>(snd.window.queueing_delay()) / 1e6) + " thresholds " +
+            thresholds_text(snd.window.params().low_delay, snd.window.params().high_delay) +
+            (snd.window.params().adaptive ? " (auto)" : "");
   }
   if (recording() && recorder_->started()) {
     const ArrivalStats& st = recorder_->stats();

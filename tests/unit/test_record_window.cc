@@ -2,8 +2,11 @@
 // loss detection, and a simulated droptail bottleneck that the window must keep busy without overflowing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
+#include <vector>
 
+#include "record/dry_queue.hh"
 #include "record/rate_limiter.hh"
 #include "record/window.hh"
 
@@ -127,16 +130,21 @@ struct Bottleneck {
 };
 
 struct Sim {
+  Sim(const WindowParams& p, size_t queue) : window(p), link(queue) {}
   WindowControl window;
   Bottleneck link;
   std::deque<std::tuple<Nanos, uint64_t, Nanos, Nanos>> acks;  // due, seq, send, recv
   uint64_t seq = 0;
+  std::vector<std::pair<Nanos, Nanos>> arrivals;                   // send, receive
+  Nanos max_qdelay_after = kNever, max_qdelay = 0;                 // of the queue, from that time on
+  Nanos feedback_stall_from = kNever, feedback_stall_to = kNever;  // acknowledgements held back meanwhile
 
   // Runs until END with opportunities every GAP; counts idle ones after WARMUP.
   void run(Nanos from, Nanos end, Nanos gap, Nanos warmup) {
     Nanos next_opportunity = from + gap;
     for (Nanos now = from; now < end; now += kMs / 10) {
-      while (!acks.empty() && std::get<0>(acks.front()) <= now) {
+      const bool feedback_stalled = now >= feedback_stall_from && now < feedback_stall_to;
+      while (!feedback_stalled && !acks.empty() && std::get<0>(acks.front()) <= now) {
         const auto [due, s, send, recv] = acks.front();
         window.on_ack(s, send, recv, now);
         acks.pop_front();
@@ -154,6 +162,8 @@ struct Sim {
           link.idle += next_opportunity >= warmup;
         else {
           acks.push_back({now + kMs, link.queue.front().first, link.queue.front().second, now});
+          arrivals.push_back({link.queue.front().second, now});
+          if (now >= max_qdelay_after) max_qdelay = std::max(max_qdelay, now - link.queue.front().second);
           link.queue.pop_front();
           ++link.served;
         }
@@ -164,7 +174,7 @@ struct Sim {
 };
 
 TEST(RecordWindow, KeepsA12MbitDroptailLinkBusyWithoutOverflow) {
-  Sim sim{WindowControl(wifi_window()), Bottleneck(1000), {}, 0};
+  Sim sim(wifi_window(), 1000);
   sim.run(0, 10000 * kMs, kMs, 2000 * kMs);  // 12 Mbit/s: one opportunity per ms
   EXPECT_EQ(sim.link.idle, 0u);
   EXPECT_EQ(sim.link.drops, 0u);
@@ -172,7 +182,7 @@ TEST(RecordWindow, KeepsA12MbitDroptailLinkBusyWithoutOverflow) {
 }
 
 TEST(RecordWindow, FollowsAStepFrom2To20Mbit) {
-  Sim sim{WindowControl(wifi_window()), Bottleneck(1000), {}, 0};
+  Sim sim(wifi_window(), 1000);
   sim.run(0, 5000 * kMs, 6 * kMs, 2000 * kMs);  // 2 Mbit/s
   const uint64_t idle_slow = sim.link.idle;
   sim.run(5000 * kMs, 10000 * kMs, 6 * kMs / 10, 7000 * kMs);  // 20 Mbit/s
@@ -181,19 +191,211 @@ TEST(RecordWindow, FollowsAStepFrom2To20Mbit) {
   EXPECT_EQ(sim.link.drops, 0u);
 }
 
-TEST(RecordWindow, TheLteProfileFillsBurstsAfterStalls) {
-  // Every second: 700 ms at one opportunity per ms, a 300 ms stall, then a burst of 40 in one ms.
-  Sim sim{WindowControl(lte_window()), Bottleneck(5000), {}, 0};
-  uint64_t idle_after_warmup = 0;
-  for (int second = 0; second < 8; ++second) {
-    const Nanos t0 = second * 1000 * kMs;
-    sim.run(t0, t0 + 700 * kMs, kMs, 3000 * kMs);
-    sim.run(t0 + 700 * kMs, t0 + 999 * kMs, 1000 * kMs, 3000 * kMs);  // no opportunity
-    sim.run(t0 + 999 * kMs, t0 + 1000 * kMs, kMs / 40, 3000 * kMs);
-    if (second == 2) idle_after_warmup = sim.link.idle;
+// Every second: 700 ms at one opportunity per ms, a stall, then a burst of BURST opportunities over the last
+// BURST_MS ms (by default what the stall held back, at 37.5 per ms). Returns the idle opportunities of the
+// first WARMUP seconds.
+uint64_t run_bursty(Sim& sim, int seconds, int warmup, int burst = 300, int burst_ms = 8) {
+  uint64_t idle_in_warmup = 0;
+  for (int second = 0; second < seconds; ++second) {
+    const Nanos t0 = second * 1000 * kMs, burst_from = t0 + (1000 - burst_ms) * kMs;
+    sim.run(t0, t0 + 700 * kMs, kMs, 0);
+    sim.run(t0 + 700 * kMs, burst_from, 1000 * kMs, 0);  // no opportunity
+    sim.run(burst_from, t0 + 1000 * kMs, burst_ms * kMs / burst, 0);
+    if (second + 1 == warmup) idle_in_warmup = sim.link.idle;
   }
-  EXPECT_EQ(sim.link.idle, idle_after_warmup) << "idle opportunities after 3 s";
+  return idle_in_warmup;
+}
+
+TEST(RecordWindow, TheLteProfileFillsBurstsAfterStalls) {
+  Sim sim(lte_window(), 5000);
+  const uint64_t idle_in_warmup = run_bursty(sim, 8, 3, 40, 1);
+  EXPECT_EQ(sim.link.idle, idle_in_warmup) << "idle opportunities after 3 s";
   EXPECT_EQ(sim.link.drops, 0u);
+}
+
+TEST(RecordWindow, TheWifiProfileMissesBurstsAfterStalls) {
+  Sim sim(wifi_window(), 5000);
+  const uint64_t idle_in_warmup = run_bursty(sim, 8, 3);
+  EXPECT_GE(sim.link.idle - idle_in_warmup, 5u * 100) << "each burst of 300 finds at most 80 packets queued";
+}
+
+TEST(RecordWindow, TheAutoProfileRisesAtTheFirstBurstThatEmptiesTheQueueAndFillsTheNext) {
+  Sim sim(auto_window(), 5000);
+  const uint64_t idle_in_warmup = run_bursty(sim, 8, 2);
+  EXPECT_EQ(sim.link.idle, idle_in_warmup) << "idle opportunities after 2 s";
+  EXPECT_LE(idle_in_warmup, 300u) << "only the first burst may be missed";
+  EXPECT_EQ(sim.link.drops, 0u);
+  ASSERT_EQ(sim.window.changes().size(), 1u);
+  const ThresholdChange& c = sim.window.changes()[0];
+  EXPECT_GT(c.at, 992 * kMs);  // at the first burst
+  EXPECT_LT(c.at, 1001 * kMs);
+  EXPECT_GE(c.queued, 300 * kMs);  // the stall's 300 ms and the queue before it
+  EXPECT_EQ(c.low, 750 * kMs);     // twice that is beyond LTE's thresholds: LTE's
+  EXPECT_EQ(c.high, 3000 * kMs);
+  EXPECT_EQ(sim.window.params().max_window, 16384u);
+}
+
+TEST(RecordWindow, TheAutoProfileKeepsWifiThresholdsOnASteadyLink) {
+  Sim sim(auto_window(), 1000);
+  sim.max_qdelay_after = 2000 * kMs;
+  sim.run(0, 10000 * kMs, kMs, 2000 * kMs);  // 12 Mbit/s
+  EXPECT_EQ(sim.link.idle, 0u);
+  EXPECT_TRUE(sim.window.changes().empty());
+  EXPECT_LE(sim.max_qdelay, 81 * kMs) << "the queue stays as short as the wifi profile keeps it";
+}
+
+TEST(RecordWindow, TheAutoProfileKeepsWifiThresholdsThroughAStepUp) {
+  Sim sim(auto_window(), 1000);
+  sim.run(0, 5000 * kMs, 6 * kMs, 2000 * kMs);                 // 2 Mbit/s
+  sim.run(5000 * kMs, 10000 * kMs, 6 * kMs / 10, 7000 * kMs);  // 20 Mbit/s
+  EXPECT_TRUE(sim.window.changes().empty());
+  EXPECT_LE(sim.link.idle, 5u);
+}
+
+TEST(RecordWindow, TheAutoProfileIgnoresAQueueDrainedByAStalledSender) {
+  // The sender hears nothing for 200 ms (its machine was busy, or the feedback path stalled): the queue
+  // empties although the link is steady. That says nothing about the link.
+  Sim sim(auto_window(), 1000);
+  sim.feedback_stall_from = 3000 * kMs;
+  sim.feedback_stall_to = 3200 * kMs;
+  sim.run(0, 6000 * kMs, kMs, 0);
+  EXPECT_GT(sim.link.idle, 50u) << "the queue did run dry";
+  EXPECT_TRUE(sim.window.changes().empty());
+}
+
+TEST(RecordWindow, TheAutoProfileIgnoresDryMomentsWhileGrowing) {
+  // Starting on a fast link, the window grows from 16 while the queue runs dry: the thresholds are not at
+  // fault.
+  Sim sim(auto_window(), 1000);
+  sim.run(0, 2000 * kMs, kMs / 100, 0);  // 1.2 Gbit/s
+  EXPECT_GT(sim.link.idle, 0u);
+  EXPECT_TRUE(sim.window.changes().empty());
+}
+
+TEST(RecordWindow, TheAutoProfileRisesByDoublingsAtMostToLte) {
+  WindowControl w(auto_window());
+  uint64_t seq = fill(w, 0, 0), next = 1;
+  Nanos r = 0;  // the latest receive time
+  // A stall of Q, through which a packet queued; then the next packet, sent after it came out, finds the
+  // queue dry.
+  auto round = [&](Nanos queued) {
+    w.on_ack(next++, r, r + queued, r + queued);
+    r += queued + kMs;
+    w.on_ack(next++, r, r, r);
+    seq = fill(w, seq, r);
+  };
+  w.on_ack(0, 0, 0, 0);  // the path's own delay: 0
+  EXPECT_TRUE(w.params().loss_shrinks);
+  round(30 * kMs);  // 60 ms wanted: 80/320 ms
+  ASSERT_EQ(w.changes().size(), 1u);
+  EXPECT_FALSE(w.params().loss_shrinks) << "deeper than Wi-Fi's, the queue is allowed to overflow";
+  EXPECT_EQ(w.params().low_delay, 80 * kMs);
+  EXPECT_EQ(w.params().high_delay, 320 * kMs);
+  EXPECT_EQ(w.params().max_window, 8192u);
+  round(50 * kMs);  // shorter than the low threshold now: not a stall, no change
+  EXPECT_EQ(w.changes().size(), 1u);
+  round(2000 * kMs);  // LTE's at most
+  ASSERT_EQ(w.changes().size(), 2u);
+  EXPECT_EQ(w.params().low_delay, 750 * kMs);
+  EXPECT_EQ(w.params().high_delay, 3000 * kMs);
+  EXPECT_EQ(w.params().max_window, 16384u);
+  round(3000 * kMs);
+  EXPECT_EQ(w.changes().size(), 2u);
+  EXPECT_EQ(w.changes()[1].queued, 2000 * kMs);
+}
+
+// A stall of 100 ms, then a packet finding the queue dry; the acknowledgement that freed the window for it
+// reached the sender LATE after the fastest one. Returns whether the thresholds rose.
+bool rises_after_a_stall(Nanos late) {
+  WindowControl w(auto_window());
+  fill(w, 0, 0);
+  w.on_ack(0, 0, 0, 0);                         // path and acknowledgement: 0
+  w.on_ack(1, 0, 100 * kMs, 100 * kMs);         // queued 100 ms through a stall
+  w.on_ack(2, 0, 101 * kMs, 101 * kMs + late);  // frees the window...
+  const Nanos sent = 101 * kMs + late + kMs / 2;
+  const uint64_t next = fill(w, 16, sent) - 1;  // ...for this one, which finds the queue dry
+  w.on_ack(next, sent, sent + kMs, sent + kMs);
+  return !w.changes().empty();
+}
+
+TEST(RecordWindow, TheAutoProfileIgnoresADryQueueItsSenderLearntOfLate) {
+  EXPECT_TRUE(rises_after_a_stall(0));
+  EXPECT_TRUE(rises_after_a_stall(49 * kMs));
+  EXPECT_FALSE(rises_after_a_stall(50 * kMs)) << "half of what the stall queued: the sender could have caused it";
+}
+
+TEST(RecordWindow, FixedProfilesDoNotAdapt) {
+  Sim sim(wifi_window(), 5000);
+  run_bursty(sim, 3, 1);
+  EXPECT_TRUE(sim.window.changes().empty());
+  EXPECT_EQ(sim.window.params().low_delay, 20 * kMs);
+}
+
+TEST(RecordWindow, ALossShrinksTheWindowAndPausesGrowthForARoundTrip) {
+  WindowParams p = params();
+  p.loss_shrinks = true;  // the wifi profile's
+  WindowControl w(p);
+  fill(w, 0, 0);
+  w.on_ack(0, 0, 0, 10 * kMs);  // RTT 10 ms, no queueing: grows
+  EXPECT_EQ(w.window(), 11u);
+  w.on_ack(4, 0, 0, 10 * kMs);  // grows, then 1 is lost: shrinks
+  EXPECT_EQ(w.lost(), 1u);
+  EXPECT_EQ(w.window(), 11u);
+  w.on_ack(2, 0, 0, 19 * kMs);  // within a round trip of the loss: no growth
+  EXPECT_EQ(w.window(), 11u);
+  w.on_ack(3, 0, 0, 20 * kMs);
+  EXPECT_EQ(w.window(), 12u);
+  EXPECT_EQ(w.lost(), 1u);
+}
+
+TEST(RecordWindow, WithLteThresholdsALossChangesNothing) {
+  WindowParams p = lte_window();
+  p.initial_window = 10;
+  WindowControl w(p);
+  fill(w, 0, 0);
+  w.on_ack(4, 0, 0, 10 * kMs);  // 0 and 1 lost
+  EXPECT_EQ(w.lost(), 2u);
+  EXPECT_EQ(w.window(), 11u);
+  w.on_ack(2, 0, 0, 11 * kMs);
+  EXPECT_EQ(w.window(), 12u);
+}
+
+TEST(RecordWindow, AShallowDroptailQueueIsNotFlooded) {
+  // 30 packets at 2 Mbit/s hold 180 ms: the window must stay near them instead of growing without end.
+  Sim sim(wifi_window(), 30);
+  sim.run(0, 20000 * kMs, 6 * kMs, 0);
+  EXPECT_LT(sim.link.drops * 20, sim.link.served) << "losses above 5%";
+  EXPECT_LE(sim.window.window(), 60u);
+}
+
+// What ShortfallEstimate makes of a simulated recording's arrivals.
+double estimated_shortfall(const Sim& sim) {
+  DryQueue dry;
+  ShortfallEstimate estimate;
+  for (const auto& [send, recv] : sim.arrivals) estimate.add(recv, dry.add(send, recv));
+  estimate.finish();
+  return estimate.missed();
+}
+
+TEST(RecordWindow, TheShortfallEstimateFindsWhatAShortQueueMissed) {
+  Sim sim(wifi_window(), 5000);
+  run_bursty(sim, 8, 0);
+  const double truth = static_cast<double>(sim.link.idle);
+  EXPECT_GT(truth, 500);
+  // It sees the milliseconds after the queue ran dry, not the opportunities within them; low rather than high.
+  EXPECT_GE(estimated_shortfall(sim), 0.6 * truth);
+  EXPECT_LE(estimated_shortfall(sim), 1.1 * truth);
+}
+
+TEST(RecordWindow, TheShortfallEstimateIsZeroWhenNothingWasMissed) {
+  Sim steady(wifi_window(), 1000);
+  steady.run(0, 10000 * kMs, kMs, 0);
+  ASSERT_EQ(steady.link.idle, 0u);
+  EXPECT_EQ(estimated_shortfall(steady), 0);
+  Sim bursty(lte_window(), 5000);
+  run_bursty(bursty, 8, 0);
+  ASSERT_EQ(bursty.link.idle, 0u);
+  EXPECT_EQ(estimated_shortfall(bursty), 0);
 }
 
 TEST(RecordRateLimiter, HoldsTheRateOverTime) {
