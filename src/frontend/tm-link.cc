@@ -27,14 +27,6 @@ std::string get(const po::variables_map& vm, const std::string& key) {
   return vm.count(key) ? vm[key].as<std::string>() : std::string();
 }
 
-uint64_t option_rate(const std::string& option, const std::string& text) {
-  try {
-    return parse_rate(text);
-  } catch (const UsageError& e) {
-    throw UsageError(option + ": " + e.what());
-  }
-}
-
 LinkLog::Format log_format(const std::string& text) {
   if (text == "tracemod") return LinkLog::Format::kTracemod;
   if (text == "mahimahi") return LinkLog::Format::kMahimahi;
@@ -51,10 +43,9 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
                                   : name + ": give a trace file ('" + path + "') or --" + name +
                                         "-rate, not both (a command goes after --)");
   if (!path.empty())
-    d.trace = std::make_shared<const DeliveryTrace>(DeliveryTrace::load(path));
+    d.trace = std::make_shared<const DeliveryTrace>(DeliveryTrace::load(d.source = DeliveryTrace::find(path)));
   else
-    d.rate = option_rate("--" + name + "-rate", rate);
-  d.source = path.empty() ? rate : path;
+    d.rate = parse_rate("--" + name + "-rate", d.source = rate);
   const std::string queue = vm[name + "-queue"].as<std::string>();
   d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, get(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
@@ -70,29 +61,59 @@ void write_header(const Direction& d, const ShellOptions& shell, uint64_t seed, 
                 start);
 }
 
+std::unique_ptr<LinkQueue> make_link(Direction& d, bool once, Nanos start, BufferPool& pool) {
+  std::unique_ptr<OpportunitySource> source;
+  if (d.trace)
+    source = d.trace->cursor(once);
+  else
+    source = std::make_unique<ConstantRate>(d.rate);
+  const Nanos end = once && d.trace ? static_cast<Nanos>(d.trace->period_ms()) * kMillisecond : kNever;
+  return std::make_unique<LinkQueue>(std::move(source), start, end, std::move(d.discipline), pool, d.log);
+}
+
+// --shared-medium: the uplink's trace (or rate), queue and log describe the one link both directions share.
+void check_shared_medium(const po::variables_map& vm) {
+  for (const char* option : {"downlink-trace", "downlink-rate", "downlink-queue-args", "downlink-log"})
+    if (vm.count(option))
+      throw UsageError(std::string("--shared-medium: one link carries both directions, so --") + option +
+                       " has no meaning: give one trace (or --uplink-rate), and the uplink's queue and log options "
+                       "for the shared link (a command goes after --)");
+  if (!vm["downlink-queue"].defaulted())
+    throw UsageError("--shared-medium: the shared link's queue is --uplink-queue; --downlink-queue has no meaning");
+}
+
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
   const LinkLog::Format format = log_format(get(vm, "log-format"));
+  const bool shared = vm.count("shared-medium") > 0;
+  if (shared) check_shared_medium(vm);
   auto dirs = std::make_shared<std::array<Direction, 2>>();
   (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", seed, Ferry::kUplink, format);
-  (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink, format);
+  if (!shared) (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink, format);
   const bool once = vm.count("once") > 0;
-  if (once && !(*dirs)[0].trace && !(*dirs)[1].trace)
-    throw UsageError("--once: both directions have a constant rate, which never ends");
+  if (once && !(*dirs)[0].trace && (shared || !(*dirs)[1].trace))
+    throw UsageError(shared ? "--once: the shared link has a constant rate, which never ends"
+                            : "--once: both directions have a constant rate, which never ends");
+  if (shared) (*dirs)[Ferry::kUplink].name = "shared medium";
   shell.log_lines.push_back("seed " + std::to_string(seed));
-  shell.prompt_tag = "[link]";
+  shell.prompt_tag = shared ? "[link shared]" : "[link]";
   auto start = std::make_shared<Nanos>(0);  // both directions start their traces at the same instant
+  // Held weakly: the lanes own the link, which must go with them (it holds the shell's buffers).
+  auto medium = std::make_shared<std::weak_ptr<LinkQueue>>();
   return [=, shell = shell](Ferry::Direction which, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
     if (*start == 0) *start = monotonic_now();
+    if (shared) {
+      std::shared_ptr<LinkQueue> link = medium->lock();
+      if (!link) {
+        Direction& d = (*dirs)[Ferry::kUplink];
+        if (d.log) write_header(d, shell, seed, *start);
+        *medium = link = make_link(d, once, *start, pool);
+      }
+      return std::make_unique<Lane>(link, which);
+    }
     Direction& d = (*dirs)[which];
     if (d.log) write_header(d, shell, seed, *start);
-    std::unique_ptr<OpportunitySource> source;
-    if (d.trace)
-      source = d.trace->cursor(once);
-    else
-      source = std::make_unique<ConstantRate>(d.rate);
-    const Nanos end = once && d.trace ? static_cast<Nanos>(d.trace->period_ms()) * kMillisecond : kNever;
-    return std::make_unique<LinkQueue>(std::move(source), *start, end, std::move(d.discipline), pool, d.log);
+    return make_link(d, once, *start, pool);
   };
 }
 
@@ -103,26 +124,30 @@ int main(int argc, char** argv) {
   tool.name = "tm-link";
   tool.synopsis =
       "[OPTIONS] UPLINK-TRACE DOWNLINK-TRACE [-- COMMAND [ARGS...]]\n"
-      "       tm-link [OPTIONS] --uplink-rate RATE --downlink-rate RATE [-- COMMAND [ARGS...]]";
+      "       tm-link [OPTIONS] --uplink-rate RATE --downlink-rate RATE [-- COMMAND [ARGS...]]\n"
+      "       tm-link [OPTIONS] --shared-medium TRACE [-- COMMAND [ARGS...]]";
   tool.summary =
       "Run COMMAND (default: your $SHELL) behind a link whose capacity follows a Mahimahi delivery\n"
       "trace (or a constant rate) in each direction.";
   auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  tool.options.add_options()                                                                             //
-      ("uplink-trace", text("FILE"), "delivery trace from the command outward")                          //
-      ("downlink-trace", text("FILE"), "delivery trace toward the command")                              //
-      ("uplink-rate", text("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")             //
-      ("downlink-rate", text("RATE"), "constant downlink rate instead of a trace")                       //
-      ("uplink-queue", text("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie")  //
-      ("downlink-queue", text("NAME")->default_value("infinite"), "the same, toward the command")        //
+  tool.options.add_options()                                                                                 //
+      ("uplink-trace", text("FILE"), "delivery trace from the command outward")                              //
+      ("downlink-trace", text("FILE"), "delivery trace toward the command")                                  //
+      ("uplink-rate", text("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")                 //
+      ("downlink-rate", text("RATE"), "constant downlink rate instead of a trace")                           //
+      ("uplink-queue", text("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie|red")  //
+      ("downlink-queue", text("NAME")->default_value("infinite"), "the same, toward the command")            //
       ("uplink-queue-args", text("ARGS"),
        "e.g. packets=100 or bytes=150000; codel target=,interval=; pie "
-       "qdelay_ref=,max_burst=")                                                                                //
+       "qdelay_ref=,max_burst=; red min=,max=; ecn=1")                                                          //
       ("downlink-queue-args", text("ARGS"), "the same, toward the command")                                     //
       ("uplink-log", text("FILE"), "write the uplink's Mahimahi-format log to FILE")                            //
       ("downlink-log", text("FILE"), "write the downlink's log to FILE")                                        //
       ("log-format", text("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
       ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                 //
+      ("shared-medium",
+       "one link (UPLINK-TRACE or --uplink-rate, and the uplink's queue and log) carries both directions in one "
+       "queue, as a half-duplex radio does")  //
       ("seed", text("N"), "seed of the queues' random drops (PIE)");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);
   tool.configure = configure;

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "config.h"
+#include "packet/random.hh"
 #include "packet/trace_tools.hh"
 #include "util/error.hh"
+#include "util/parse.hh"
 
 namespace {
 
@@ -34,7 +36,7 @@ int over_files(const po::variables_map& vm, Each each) {
   int status = 0;
   for (const std::string& f : files_of(vm)) {
     try {
-      std::cout << each(f, tracemod::DeliveryTrace::load(f)) << std::flush;
+      std::cout << each(f, tracemod::DeliveryTrace::load(tracemod::DeliveryTrace::find(f))) << std::flush;
     } catch (const tracemod::UsageError& e) {
       std::cerr << e.what() << "\n";
       status = 2;
@@ -86,6 +88,12 @@ void describe_make(po::options_description& d) {
        "rates one after the other, once, e.g. 5mbit:10s,20mbit:10s (0 or off: no opportunity)")  //
       ("on-off", po::value<std::string>()->value_name("RATE:DURATION,..."),
        "a pattern repeated until --duration (default: once), e.g. 12mbit:2s,off:1s")  //
+      ("stalls", po::value<std::string>()->value_name("EVERY:LENGTH"),
+       "add stalls about EVERY apart lasting about LENGTH, each followed by a burst of what it withheld, "
+       "e.g. 2s:300ms")  //
+      ("burst-rate", po::value<std::string>()->value_name("RATE"),
+       "rate of those bursts, on top of the link's own (default: 8 x the highest rate)")                    //
+      ("seed", po::value<std::string>()->value_name("N"), "seed of the stalls (default: random, printed)")  //
       ("output,o", po::value<std::string>()->value_name("FILE"), "write the trace to FILE, not standard output");
 }
 
@@ -117,8 +125,27 @@ tracemod::TracePlan plan_of(const po::variables_map& vm) {
   return plan;
 }
 
+// --stalls, --burst-rate and --seed; a random seed is printed, so the trace can be made again.
+void add_stalls(const po::variables_map& vm, tracemod::TracePlan& plan) {
+  auto get = [&](const char* name) { return vm[name].as<std::string>(); };
+  if (!vm.count("stalls")) {
+    if (vm.count("burst-rate") || vm.count("seed")) throw tracemod::UsageError("--burst-rate and --seed need --stalls");
+    return;
+  }
+  plan.stalls = tracemod::parse_stalls("--stalls", get("stalls"));
+  if (vm.count("burst-rate"))
+    plan.stalls.burst_bits_per_second = tracemod::parse_rate("--burst-rate", get("burst-rate"));
+  if (vm.count("seed")) {
+    plan.stalls.seed = tracemod::parse_seed(get("seed"));
+  } else {
+    plan.stalls.seed = tracemod::random_seed();
+    std::cerr << "tm-trace: stalls drawn with --seed " << plan.stalls.seed << "\n";
+  }
+}
+
 int run_make(const po::variables_map& vm) {
-  const tracemod::TracePlan plan = plan_of(vm);
+  tracemod::TracePlan plan = plan_of(vm);
+  add_stalls(vm, plan);
   tracemod::write_trace(plan, vm.count("output") ? vm["output"].as<std::string>() : std::string());
   return 0;
 }
@@ -129,8 +156,11 @@ const Subcommand kSubcommands[] = {
     {"stats", "stats [--window DURATION]... FILE...",
      "Print each trace's length, opportunities, mean rate, and rate percentiles over windows.", true, describe_stats,
      run_stats},
-    {"make", "make (--rate RATE --duration DUR | --steps LIST | --on-off LIST [--duration DUR]) [-o FILE]",
-     "Write a synthetic trace: a constant rate, steps, or a repeated on/off pattern (LIST: RATE:DUR,...).\n"
+    {"make",
+     "make (--rate RATE --duration DUR | --steps LIST | --on-off LIST [--duration DUR])\n"
+     "         [--stalls EVERY:LENGTH [--burst-rate RATE] [--seed N]] [-o FILE]",
+     "Write a synthetic trace: a constant rate, steps, or a repeated on/off pattern, with or without stalls.\n"
+     "LIST is RATE:DUR,...; a stall holds opportunities back and releases them in a burst, as cellular links do.\n"
      "The last line is always the trace's length, which Mahimahi reads as its period: when no opportunity\n"
      "falls there, the last one moves there.",
      false, describe_make, run_make},

@@ -16,7 +16,54 @@ void add_common(Tool& tool) {
       ("help,h", "show this help and exit")                              //
       ("version", "show the version and exit")                           //
       ("verbose,v", "say what the shell does (seed, counters at exit)")  //
-      ("isolated", "do not connect the outermost shell to the host network (no pasta)");
+      ("outside", po::value<std::string>()->value_name("CMD"),
+       "run CMD (through sh -c) on this shell's outer side, reachable as $TM_OUTER, while the command runs")  //
+      ("outside-wait", po::value<std::string>()->value_name("DURATION"),
+       "how long to wait for --outside CMD to listen before the command starts (default 5s; 0: do not wait)")  //
+      ("isolated", "do not connect the outermost shell to the host")                                           //
+      ("pasta", "connect the outermost shell to the host through pasta, even as root")                         //
+      ("forwarding", "as root: turn on the host's IP forwarding if it is off, so the command reaches beyond the host")  //
+      ("pcap", po::value<std::string>()->value_name("FILE"),
+       "write the frames that cross the link (both directions) to FILE, pcapng; drops beside it, FILE.drops.pcapng")  //
+      ("uplink-pcap", po::value<std::string>()->value_name("FILE"), "the same for the uplink alone")                  //
+      ("downlink-pcap", po::value<std::string>()->value_name("FILE"), "the same for the downlink alone")              //
+      ("pcap-snaplen", po::value<std::string>()->value_name("BYTES"),
+       "bytes kept of each captured frame (default 128: the headers; 0: all)");
+}
+
+// How the shell meets its outside, from the common options.
+OutsideOptions outside_options(const po::variables_map& vm) {
+  OutsideOptions o;
+  if (vm.count("isolated") && vm.count("pasta")) throw UsageError("--isolated and --pasta exclude each other");
+  if (vm.count("isolated")) o.path = OutsideOptions::Path::kIsolated;
+  if (vm.count("pasta")) o.path = OutsideOptions::Path::kPasta;
+  o.forwarding = vm.count("forwarding") > 0;
+  if (vm.count("outside")) {
+    o.command = vm["outside"].as<std::string>();
+    if (o.command.empty()) throw UsageError("--outside: empty command");
+  }
+  if (vm.count("outside-wait")) {
+    if (o.command.empty()) throw UsageError("--outside-wait needs --outside");
+    o.command_wait = parse_duration("--outside-wait", vm["outside-wait"].as<std::string>(), 1000000000, 3600000000000);
+  }
+  return o;
+}
+
+// The capture files, created now (before any namespace, as the invoking user), or null without --pcap.
+std::shared_ptr<LinkCapture> open_capture(const po::variables_map& vm) {
+  auto get = [&](const char* name) { return vm.count(name) ? vm[name].as<std::string>() : std::string(); };
+  LinkCapture::Options o;
+  o.both = get("pcap");
+  o.uplink = get("uplink-pcap");
+  o.downlink = get("downlink-pcap");
+  const bool any = !(o.both.empty() && o.uplink.empty() && o.downlink.empty());
+  if (const std::string snap = get("pcap-snaplen"); !snap.empty()) {
+    if (!any) throw UsageError("--pcap-snaplen needs --pcap, --uplink-pcap or --downlink-pcap");
+    const double n = parse_number("--pcap-snaplen", snap, 0, LinkCapture::kMaxSnaplen, "a number of bytes");
+    if (n != static_cast<uint32_t>(n)) throw UsageError("invalid --pcap-snaplen '" + snap + "': not a whole number");
+    o.snaplen = static_cast<uint32_t>(n);
+  }
+  return any ? std::make_shared<LinkCapture>(o) : nullptr;
 }
 
 bool takes_value(const po::options_description& d, const std::string& token) {
@@ -111,47 +158,25 @@ int run_tool(int argc, char** argv, Tool& tool) {
     for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
     shell.command = command;
     shell.verbose = vm.count("verbose") > 0;
-    shell.isolated = vm.count("isolated") > 0;
+    shell.outside = outside_options(vm);
     queues = tool.configure(vm, shell);
+    shell.capture = open_capture(vm);
   } catch (const po::error& e) {
     return usage_error(tool, e.what());
   } catch (const UsageError& e) {
     return usage_error(tool, e.what());
   }
   try {
-    return run_shell(shell, queues);
+    const int status = run_shell(shell, queues);
+    if (shell.capture)
+      for (const std::string& e : shell.capture->finish()) std::cerr << tool.name << ": " << e << "\n";
+    return status;
+  } catch (const UsageError& e) {  // an option that only the shell's situation shows to be wrong
+    return usage_error(tool, e.what());
   } catch (const std::exception& e) {
     std::cerr << tool.name << ": " << e.what() << "\n";
     return 1;
   }
-}
-
-double parse_milliseconds(const std::string& option, const std::string& text) {
-  double v = -1;
-  if (!parse_double(text, v) || v < 0 || v > 3.6e6)
-    throw UsageError("invalid " + option + " '" + text +
-                     "': expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25)");
-  return v;
-}
-
-double parse_probability(const std::string& option, const std::string& text) {
-  double v = -1;
-  if (!parse_double(text, v) || !(v >= 0 && v <= 1))
-    throw UsageError("invalid " + option + " '" + text + "': expected a probability from 0 to 1 (e.g. 0.01)");
-  return v;
-}
-
-uint64_t parse_seed(const std::string& text) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
-    throw UsageError("invalid --seed '" + text + "': expected an unsigned 64-bit integer");
-  return v;
 }
 
 }  // namespace tracemod

@@ -6,7 +6,8 @@
 #include <functional>
 #include <string>
 
-#include "packet/shell_runner.hh"
+#include "shell/shell_runner.hh"
+#include "util/parse.hh"  // the value parsers every tool uses
 
 namespace tracemod {
 
@@ -26,10 +27,5 @@ struct Tool {
 // Parses ARGV, runs the shell, and returns the process exit status: the command's, or 2 for bad usage and
 // 1 when the shell cannot be set up.
 int run_tool(int argc, char** argv, Tool& tool);
-
-// Value parsers that name the option in their error.
-double parse_milliseconds(const std::string& option, const std::string& text);
-double parse_probability(const std::string& option, const std::string& text);
-uint64_t parse_seed(const std::string& text);
 
 }  // namespace tracemod

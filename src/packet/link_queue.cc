@@ -100,7 +100,7 @@ bool LinkQueue::split(QueuedPacket& q, Ring<QueuedPacket>& into) {
   const SegmentShape shape = segment_shape(q.packet);
   uint32_t i = 0;
   return segment_gso(q.packet, pool_, [&](Packet&& s) {
-    into.push_back(QueuedPacket{std::move(s), q.enqueued, shape.ip_bytes(i++), 1});
+    into.push_back(QueuedPacket{std::move(s), q.enqueued, shape.ip_bytes(i++), 1, q.lane});
   });
 }
 
@@ -111,22 +111,29 @@ void LinkQueue::depart(Nanos when) {
     const SegmentShape shape = segment_shape(q.packet);
     for (uint32_t i = 0; i < q.segments; ++i) log_->departure(when, shape.ip_bytes(i), q.enqueued);
   }
-  stats_.out_packets += q.segments;
-  stats_.queued_packets -= q.segments;
+  QueueStats& s = lanes_[q.lane]->counters();
+  s.out_packets += q.segments;
+  s.queued_packets -= q.segments;
   q.packet.release = when;
-  ready_.push_back(std::move(q.packet));
+  ready_[q.lane].push_back(std::move(q.packet));
 }
 
-void LinkQueue::enqueue(Packet&& p, Nanos now) {
+void LinkQueue::enqueue(int lane, Packet&& p, Nanos now) {
+  if (shared()) return merge_.push(lane, std::move(p));
+  arrive(lane, std::move(p), now);
+}
+
+void LinkQueue::arrive(int lane, Packet&& p, Nanos now) {
   // The kernel's receive time: opportunities before it cannot carry this packet.
   const Nanos arrival = std::clamp(p.arrival, clock_, std::max(clock_, now));
   advance(arrival);
   const SegmentShape shape = segment_shape(p);
-  stats_.in_packets += shape.count;
-  stats_.queued_packets += shape.count;
+  QueueStats& s = lanes_[lane]->counters();
+  s.in_packets += shape.count;
+  s.queued_packets += shape.count;
   if (log_)
     for (uint32_t i = 0; i < shape.count; ++i) log_->arrival(arrival, shape.ip_bytes(i));
-  QueuedPacket q{std::move(p), arrival, shape.total_ip_bytes(), shape.count};
+  QueuedPacket q{std::move(p), arrival, shape.total_ip_bytes(), shape.count, lane};
   if (q.segments > 1 && !discipline_->takes_whole(q)) {
     if (split(q, scratch_)) {
       while (!scratch_.empty()) discipline_->enqueue(scratch_.pop_front(), arrival, *this);
@@ -137,32 +144,39 @@ void LinkQueue::enqueue(Packet&& p, Nanos now) {
 }
 
 void LinkQueue::dropped(QueuedPacket&& q, Nanos now) {
-  stats_.dropped_packets += q.segments;
-  stats_.queued_packets -= q.segments;
+  LaneQueue& lane = *lanes_[q.lane];
+  lane.count_drop(q.packet, q.segments, now);
+  lane.counters().queued_packets -= q.segments;
   if (log_) log_->drop(now, q.segments, q.ip_bytes);
 }
 
-void LinkQueue::dequeue_ready(Nanos now, PacketSink& out) {
+void LinkQueue::dequeue_ready(int lane, Nanos now, PacketSink& out) {
+  merge_.drain([&](int l, Packet&& p) { arrive(l, std::move(p), now); });
   advance(now);
-  while (!ready_.empty()) {
-    Packet p = ready_.pop_front();
-    lateness_.add(now - p.release);
+  while (!ready_[lane].empty()) {
+    Packet p = ready_[lane].pop_front();
+    lateness_[lane].add(now - p.release);
     out.send(std::move(p));
   }
 }
 
-Nanos LinkQueue::next_event() const {
-  if (!ready_.empty()) return ready_.front().release;
+// While anything waits, both lanes wake for the next opportunity: it may serve either.
+Nanos LinkQueue::next_event(int lane) const {
+  if (!merge_.empty()) return merge_.earliest();  // already due: the arrivals wait to be served
+  if (!ready_[lane].empty()) return ready_[lane].front().release;
   if (idle()) return finished() ? kNever : end_;
   return peek(0);
 }
 
-std::string LinkQueue::summary() const {
+std::string LinkQueue::summary(int lane) const {
   std::ostringstream s;
-  s << discipline_->describe() << "; ";
-  if (lateness_.count() == 0) return s.str() + "no departures";
-  s << "departures late by p50 " << lateness_.quantile_us(0.5) << " us, p99 " << lateness_.quantile_us(0.99)
-    << " us, max " << lateness_.max() / 1000 << " us";
+  s << discipline_->describe() << (lanes_[1 - lane] ? " (shared medium)" : "") << "; ";
+  if (discipline_->marks() || discipline_->unmarkable())
+    s << discipline_->marks() << " marked CE, " << discipline_->unmarkable() << " not ECN-capable dropped; ";
+  const Lateness& late = lateness_[lane];
+  if (late.count() == 0) return s.str() + "no departures";
+  s << "departures late by p50 " << late.quantile_us(0.5) << " us, p99 " << late.quantile_us(0.99) << " us, max "
+    << late.max() / 1000 << " us";
   return s.str();
 }
 

@@ -6,6 +6,9 @@
 // GSO super-frames are kept whole where that cannot be seen: a frame leaves whole when the opportunities
 // that carry it all fall within kMaxGsoSpread; otherwise it is split into its wire packets, each leaving at
 // its own opportunity (at low rates every frame is split; at Gbit/s rates none is).
+//
+// One link may also carry both directions (--shared-medium): it is then the LaneServer of two Lanes, and its
+// opportunities serve one queue holding both directions' packets in arrival order.
 #pragma once
 
 #include <array>
@@ -16,6 +19,7 @@
 #include "packet/packet_queue.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/ring.hh"
+#include "packet/shared_medium.hh"
 #include "packet/trace.hh"
 
 namespace tracemod {
@@ -35,7 +39,7 @@ class Lateness {
   Nanos max_ = 0;
 };
 
-class LinkQueue : public PacketQueue, private DropSink {
+class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
  public:
   static constexpr Nanos kMaxGsoSpread = 100 * 1000;
 
@@ -43,12 +47,19 @@ class LinkQueue : public PacketQueue, private DropSink {
   // if it never ends: the shell must wake then to see that the link has finished). LOG may be null.
   LinkQueue(std::unique_ptr<OpportunitySource> source, Nanos start, Nanos end,
             std::unique_ptr<QueueDiscipline> discipline, BufferPool& pool, std::shared_ptr<LinkLog> log);
-  void enqueue(Packet&& p, Nanos now) override;
-  void dequeue_ready(Nanos now, PacketSink& out) override;
-  Nanos next_event() const override;
+  // Used alone, the link is its own (only) lane 0.
+  void enqueue(Packet&& p, Nanos now) override { enqueue(0, std::move(p), now); }
+  void dequeue_ready(Nanos now, PacketSink& out) override { dequeue_ready(0, now, out); }
+  Nanos next_event() const override { return next_event(0); }
   bool finished() const override { return peek(0) == kNever; }
-  std::string summary() const override;
-  const Lateness& lateness() const { return lateness_; }
+  std::string summary() const override { return summary(0); }
+  const Lateness& lateness(int lane = 0) const { return lateness_[lane]; }
+
+  void attach(int lane, LaneQueue* queue) override { lanes_[lane] = queue; }
+  void enqueue(int lane, Packet&& p, Nanos now) override;  // on a shared medium: held until both lanes are read
+  void dequeue_ready(int lane, Nanos now, PacketSink& out) override;
+  Nanos next_event(int lane) const override;
+  std::string summary(int lane) const override;
 
  private:
   struct Transit {
@@ -62,6 +73,8 @@ class LinkQueue : public PacketQueue, private DropSink {
   void depart(Nanos when);
   bool split(QueuedPacket& q, Ring<QueuedPacket>& into);
   void admit(QueuedPacket&& q, Nanos now);
+  void arrive(int lane, Packet&& p, Nanos now);
+  bool shared() const { return lanes_[1] != nullptr; }
   void dropped(QueuedPacket&& q, Nanos now) override;
   Nanos peek(size_t k) const;
   void pop_opportunity();
@@ -76,8 +89,10 @@ class LinkQueue : public PacketQueue, private DropSink {
   Transit transit_;
   Ring<QueuedPacket> split_;    // segments of a frame split at the head, served before the discipline's queue
   Ring<QueuedPacket> scratch_;  // segments of an arrival the discipline will not take whole
-  Ring<Packet> ready_;          // departed, not yet handed to the kernel
-  Lateness lateness_;
+  Ring<Packet> ready_[2];       // per lane: departed, not yet handed to the kernel
+  Lateness lateness_[2];
+  LaneQueue* lanes_[2] = {this, nullptr};  // whose counters each lane's packets update
+  ArrivalMerge merge_;                     // a shared medium's arrivals, until both lanes have been read
 };
 
 }  // namespace tracemod

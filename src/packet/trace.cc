@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/error.hh"
@@ -166,6 +167,30 @@ DeliveryTrace DeliveryTrace::parse(std::string_view text, const std::string& nam
   return builder.finish(text.substr(used));
 }
 
+const char* DeliveryTrace::installed_dir() {
+  return TRACEMOD_TRACEDIR;
+}
+
+std::string DeliveryTrace::find(const std::string& name) {
+  struct stat st{};
+  if (name.find('/') != std::string::npos || ::stat(name.c_str(), &st) == 0) return name;
+  std::vector<std::string> dirs;
+  if (const char* path = getenv("TM_TRACE_PATH"))
+    for (std::string_view rest = path; !rest.empty();) {
+      const size_t colon = std::min(rest.find(':'), rest.size());
+      if (colon > 0) dirs.emplace_back(rest.substr(0, colon));
+      rest.remove_prefix(std::min(colon + 1, rest.size()));
+    }
+  dirs.emplace_back(installed_dir());
+  std::string looked = "the current directory";
+  for (const std::string& dir : dirs) {
+    const std::string candidate = dir + "/" + name;
+    if (::stat(candidate.c_str(), &st) == 0) return candidate;
+    looked += ", " + dir;
+  }
+  throw UsageError(name + ": cannot open: no such trace (looked in " + looked + ")");
+}
+
 DeliveryTrace DeliveryTrace::load(const std::string& path) {
   const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (raw < 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
@@ -320,49 +345,6 @@ uint64_t ConstantRate::skip_before(Nanos t) {
   const uint64_t skipped = static_cast<uint64_t>(first) - index_;
   index_ = static_cast<uint64_t>(first);
   return skipped;
-}
-
-namespace {
-
-struct RateUnit {
-  const char* name;
-  uint64_t bits;
-};
-constexpr RateUnit kRateUnits[] = {{"bit", 1},     {"kbit", 1000},    {"mbit", 1000000},   {"gbit", 1000000000},
-                                   {"kbps", 1000}, {"mbps", 1000000}, {"gbps", 1000000000}};
-constexpr size_t kMaxDigits = 19;  // keeps every product below 2^128
-
-[[noreturn]] void bad_rate(std::string_view text, const std::string& why) {
-  throw UsageError("invalid rate " + quote(text) + ": " + why);
-}
-
-}  // namespace
-
-uint64_t parse_rate(std::string_view text) {
-  Wide mantissa = 0, scale = 1;
-  size_t i = 0, digits = 0;
-  bool point = false;
-  for (; i < text.size(); ++i) {
-    if (text[i] == '.' && !point) {
-      point = true;
-    } else if (is_digit(text[i]) && digits < kMaxDigits) {
-      mantissa = mantissa * 10 + static_cast<unsigned>(text[i] - '0');
-      ++digits;
-      if (point) scale *= 10;
-    } else {
-      break;
-    }
-  }
-  std::string unit(text.substr(i));
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const RateUnit* u =
-      std::find_if(std::begin(kRateUnits), std::end(kRateUnits), [&](const RateUnit& r) { return unit == r.name; });
-  if (digits == 0 || u == std::end(kRateUnits))
-    bad_rate(text, "expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
-  const Wide bits = (mantissa * u->bits + scale / 2) / scale;  // to the nearest bit/s
-  if (bits == 0) bad_rate(text, "must be at least 1 bit/s");
-  if (bits > kMaxRate) bad_rate(text, "above the largest rate, 1000gbit");
-  return static_cast<uint64_t>(bits);
 }
 
 }  // namespace tracemod

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/clock.hh"
+#include "util/parse.hh"  // parse_rate, kMaxRate
 
 namespace tracemod {
 
@@ -33,6 +34,12 @@ class DeliveryTrace {
 
   // Throws UsageError("PATH:LINE: what is wrong") (or "PATH: cannot open: why").
   static DeliveryTrace load(const std::string& path);
+  // Where the trace a user NAMEd is: NAME itself if it is a file or names a directory (holds a '/'); else
+  // the first of $TM_TRACE_PATH's directories (colon-separated) and the installed traces that holds it.
+  // A bare name found nowhere throws UsageError naming every place looked in.
+  static std::string find(const std::string& name);
+  // The directory `make install` puts the project's traces in.
+  static const char* installed_dir();
   // The same for text in memory; NAME stands for the path in errors.
   static DeliveryTrace parse(std::string_view text, const std::string& name);
 
@@ -70,13 +77,5 @@ class ConstantRate : public OpportunitySource {
   uint64_t rate_;
   uint64_t index_ = 1;  // of the opportunity next() returns
 };
-
-// "12mbit" -> 12000000. Units (any case): bit, kbit, mbit, gbit, and kbps, mbps, gbps, which here also mean
-// bits (not bytes, unlike tc). A decimal point is allowed ("1.5mbit"); the result is rounded to the nearest
-// bit/s. A unit is required, zero is refused. Throws UsageError("invalid rate 'TEXT': ...") naming the units.
-uint64_t parse_rate(std::string_view text);
-
-// The largest rate parse_rate accepts (1000 Gbit/s): opportunities stay at least 12 ns apart.
-constexpr uint64_t kMaxRate = 1000ull * 1000 * 1000 * 1000;
 
 }  // namespace tracemod

@@ -7,9 +7,11 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 
+#include "packet/random.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 
@@ -27,29 +29,14 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// TEXT as "DIGITS[.DIGITS]UNIT" -> ms; throws UsageError(why) without naming the option.
+// TEXT as a duration with a unit (parse_duration's) in whole ms; throws UsageError(why) without the option.
 uint64_t duration_ms(std::string_view text) {
-  const size_t end = std::min(text.find_first_not_of("0123456789."), text.size());
-  const std::string_view number = text.substr(0, end);
-  const std::string unit = lower(text.substr(end));
-  const uint64_t unit_ms = unit == "ms" ? 1 : unit == "s" ? 1000 : unit == "min" ? 60000 : 0;
-  const size_t point = number.find('.');
-  const std::string_view whole = number.substr(0, point);
-  const std::string_view fraction = point == std::string_view::npos ? "" : number.substr(point + 1);
-  uint64_t w = 0, f = 0;
-  const bool parsed =
-      !whole.empty() && whole.size() <= 12 && fraction.size() <= 6 && fraction.find('.') == std::string_view::npos &&
-      std::from_chars(whole.data(), whole.data() + whole.size(), w).ec == std::errc() &&
-      (fraction.empty() || std::from_chars(fraction.data(), fraction.data() + fraction.size(), f).ec == std::errc());
-  if (!parsed || unit_ms == 0) throw UsageError("expected a duration and a unit: ms, s or min (e.g. 10s)");
-  uint64_t scale = 1;
-  for (size_t i = 0; i < fraction.size(); ++i) scale *= 10;
-  const Wide scaled = Wide{w} * unit_ms * scale + Wide{f} * unit_ms;
-  if (scaled % scale != 0) throw UsageError("not a whole number of milliseconds");
-  const Wide ms = scaled / scale;
-  if (ms == 0) throw UsageError("must last at least 1 ms");
-  if (ms > DeliveryTrace::kMaxMillis) throw UsageError("longer than a trace can be (4294967295 ms)");
-  return static_cast<uint64_t>(ms);
+  const Nanos ns = parse_duration(text, 0, kNever);
+  if (ns % kMillisecond != 0) throw UsageError("not a whole number of milliseconds");
+  if (ns / kMillisecond > static_cast<Nanos>(DeliveryTrace::kMaxMillis))
+    throw UsageError("longer than a trace can be (4294967295 ms)");
+  if (ns == 0) throw UsageError("must last at least 1 ms");
+  return static_cast<uint64_t>(ns / kMillisecond);
 }
 
 RateSegment parse_segment(std::string_view text) {
@@ -91,6 +78,69 @@ bool has_opportunity(const TracePlan& plan) {
   }
   return false;
 }
+
+// Opportunities of PLAN, stalls aside, at times in (from, to]: within a segment at rate r starting at S,
+// opportunity i falls at or before S + x exactly when i <= x r / 12000000.
+uint64_t opportunities_between(const TracePlan& plan, uint64_t from, uint64_t to) {
+  uint64_t n = 0;
+  for_each_segment(plan, [&](const RateSegment& s, uint64_t start, uint64_t len) {
+    const uint64_t a = std::clamp(from, start, start + len) - start, b = std::clamp(to, start, start + len) - start;
+    n += segment_opportunities(s.bits_per_second, b) - segment_opportunities(s.bits_per_second, a);
+  });
+  return n;
+}
+
+// Milliseconds after a stretch at RATE starts at which its Ith opportunity falls.
+uint64_t opportunity_offset(uint64_t i, uint64_t rate) {
+  return static_cast<uint64_t>((Wide{i} * kBitMillis + rate - 1) / rate);
+}
+
+// A duration drawn uniformly from [mean/2, 3 mean/2], in whole ms, at least 1.
+uint64_t draw_around(RandomStream& random, uint64_t mean) {
+  const double ms = static_cast<double>(mean) * (0.5 + random.uniform());
+  return std::max<uint64_t>(1, static_cast<uint64_t>(ms + 0.5));
+}
+
+// Passes a plan's opportunities on to OUT with its stalls applied: those inside a stall are held back and
+// come after it at the burst rate, merged in time order with the link's own.
+class StallFilter {
+ public:
+  StallFilter(std::vector<Stall> stalls, uint64_t burst_rate, std::function<void(uint64_t)> out)
+      : stalls_(std::move(stalls)), rate_(burst_rate), out_(std::move(out)) {}
+
+  void offer(uint64_t ms) {
+    while (next_ < stalls_.size() && ms > stalls_[next_].end_ms) start_burst();
+    drain(ms);
+    if (next_ < stalls_.size() && ms > stalls_[next_].start_ms) return;  // withheld
+    out_(ms);
+  }
+  void finish() {
+    while (next_ < stalls_.size()) start_burst();
+    drain(UINT64_MAX);
+  }
+
+ private:
+  void start_burst() {
+    drain(UINT64_MAX);  // the previous burst ended before this stall began
+    burst_from_ = stalls_[next_].end_ms;
+    burst_left_ = stalls_[next_].withheld;
+    burst_sent_ = 0;
+    ++next_;
+  }
+  void drain(uint64_t upto) {
+    for (; burst_sent_ < burst_left_; ++burst_sent_) {
+      const uint64_t at = burst_from_ + opportunity_offset(burst_sent_ + 1, rate_);
+      if (at > upto) return;
+      out_(at);
+    }
+  }
+
+  std::vector<Stall> stalls_;
+  uint64_t rate_;
+  std::function<void(uint64_t)> out_;
+  size_t next_ = 0;
+  uint64_t burst_from_ = 0, burst_left_ = 0, burst_sent_ = 0;
+};
 
 double to_mbps(uint64_t count, uint64_t ms) {
   return static_cast<double>(count) * static_cast<double>(kOpportunityBits) / 1000.0 / static_cast<double>(ms);
@@ -217,19 +267,56 @@ std::vector<RateSegment> parse_segments(const std::string& option, std::string_v
   }
 }
 
+StallPlan parse_stalls(const std::string& option, std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos)
+    throw UsageError("invalid " + option + " '" + std::string(text) + "': expected EVERY:LENGTH (e.g. 2s:300ms)");
+  StallPlan p;
+  p.every_ms = parse_duration_ms(option, text.substr(0, colon));
+  p.length_ms = parse_duration_ms(option, text.substr(colon + 1));
+  return p;
+}
+
+uint64_t burst_rate(const TracePlan& plan) {
+  if (plan.stalls.burst_bits_per_second) return plan.stalls.burst_bits_per_second;
+  uint64_t r = 0;
+  for (const RateSegment& s : plan.pattern) r = std::max(r, s.bits_per_second);
+  return std::clamp<uint64_t>(8 * r, 1, kMaxRate);
+}
+
+std::vector<Stall> plan_stalls(const TracePlan& plan) {
+  std::vector<Stall> out;
+  const StallPlan& p = plan.stalls;
+  if (p.every_ms == 0) return out;
+  RandomStream random(p.seed, 0);
+  for (uint64_t free_from = 0;;) {
+    Stall s;
+    s.start_ms = free_from + draw_around(random, p.every_ms);
+    s.end_ms = s.start_ms + draw_around(random, p.length_ms);
+    if (s.end_ms >= plan.total_ms) return out;
+    s.withheld = opportunities_between(plan, s.start_ms, s.end_ms);
+    const uint64_t burst_end = s.end_ms + (s.withheld ? opportunity_offset(s.withheld, burst_rate(plan)) : 0);
+    if (burst_end >= plan.total_ms) return out;
+    out.push_back(s);
+    free_from = burst_end;
+  }
+}
+
 void generate_trace(const TracePlan& plan, const std::function<void(uint64_t ms)>& emit) {
   if (!has_opportunity(plan))
     throw UsageError("the trace would have no opportunity at all: raise a rate or lengthen a segment");
   bool held = false;
   uint64_t pending = 0;  // each line waits for the next, so the last one can be moved to the end
+  StallFilter stalls(plan_stalls(plan), burst_rate(plan), [&](uint64_t ms) {
+    if (held) emit(pending);
+    pending = ms;
+    held = true;
+  });
   for_each_segment(plan, [&](const RateSegment& s, uint64_t start, uint64_t len) {
     const uint64_t rate = s.bits_per_second, n = segment_opportunities(rate, len);
-    for (uint64_t i = 1; i <= n; ++i) {
-      if (held) emit(pending);
-      pending = start + static_cast<uint64_t>((Wide{i} * kBitMillis + rate - 1) / rate);
-      held = true;
-    }
+    for (uint64_t i = 1; i <= n; ++i) stalls.offer(start + opportunity_offset(i, rate));
   });
+  stalls.finish();
   emit(plan.total_ms);
 }
 

@@ -1,9 +1,84 @@
 #include "util/parse.hh"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
+#include "util/error.hh"
+
 namespace tracemod {
+namespace {
+
+using Wide = unsigned __int128;    // products of mantissas and units overflow 64 bits
+constexpr size_t kMaxDigits = 19;  // keeps every product below 2^128
+constexpr size_t kMaxQuoted = 40;  // of a bad value in a message
+
+std::string lower(std::string_view text) {
+  std::string s(text);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string quoted(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, kMaxQuoted)) out += std::isprint(c) ? static_cast<char>(c) : '?';
+  return "'" + out + (text.size() > kMaxQuoted ? "...'" : "'");
+}
+
+// "DIGITS[.DIGITS]" at the start of TEXT: the digits as one integer and 10^(digits after the point).
+struct Decimal {
+  Wide mantissa = 0, scale = 1;
+  size_t digits = 0, used = 0;
+};
+
+Decimal leading_decimal(std::string_view text) {
+  Decimal d;
+  bool point = false;
+  for (; d.used < text.size(); ++d.used) {
+    const char c = text[d.used];
+    if (c == '.' && !point) {
+      point = true;
+    } else if (c >= '0' && c <= '9' && d.digits < kMaxDigits) {
+      d.mantissa = d.mantissa * 10 + static_cast<unsigned>(c - '0');
+      ++d.digits;
+      if (point) d.scale *= 10;
+    } else {
+      break;
+    }
+  }
+  return d;
+}
+
+template <typename F>
+auto naming(const std::string& option, std::string_view text, F parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const UsageError& e) {
+    throw UsageError("invalid " + option + " " + quoted(text) + ": " + e.what());
+  }
+}
+
+struct Unit {
+  const char* name;
+  uint64_t scale;
+};
+constexpr Unit kRateUnits[] = {{"bit", 1},     {"kbit", 1000},    {"mbit", 1000000},   {"gbit", 1000000000},
+                               {"kbps", 1000}, {"mbps", 1000000}, {"gbps", 1000000000}};
+constexpr Unit kPacketUnits[] = {{"pkt", 1}, {"pkts", 1}, {"packet", 1}, {"packets", 1}};
+constexpr Unit kByteUnits[] = {{"b", 1},      {"byte", 1},     {"bytes", 1},    {"kb", 1000},
+                               {"kib", 1024}, {"mb", 1000000}, {"mib", 1048576}};
+constexpr Unit kTimeUnits[] = {{"ns", 1},         {"us", 1000},         {"ms", 1000000},
+                               {"s", 1000000000}, {"min", 60000000000}, {"h", 3600000000000}};
+
+template <size_t N>
+const Unit* find_unit(const Unit (&units)[N], const std::string& name) {
+  const Unit* u = std::find_if(std::begin(units), std::end(units), [&](const Unit& x) { return name == x.name; });
+  return u == std::end(units) ? nullptr : u;
+}
+
+}  // namespace
 
 bool parse_double(const std::string& text, double& out) {
   size_t used = 0;
@@ -16,6 +91,174 @@ bool parse_double(const std::string& text, double& out) {
   if (used != text.size() || !std::isfinite(v)) return false;
   out = v;
   return true;
+}
+
+uint64_t parse_rate(std::string_view text) {
+  const Decimal d = leading_decimal(text);
+  const Unit* u = find_unit(kRateUnits, lower(text.substr(d.used)));
+  if (d.digits == 0 || !u)
+    throw UsageError("invalid rate " + quoted(text) +
+                     ": expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
+  const Wide bits = (d.mantissa * u->scale + d.scale / 2) / d.scale;  // to the nearest bit/s
+  if (bits == 0) throw UsageError("invalid rate " + quoted(text) + ": must be at least 1 bit/s");
+  if (bits > kMaxRate) throw UsageError("invalid rate " + quoted(text) + ": above the largest rate, 1000gbit");
+  return static_cast<uint64_t>(bits);
+}
+
+uint64_t parse_rate(const std::string& option, std::string_view text) {
+  try {
+    return parse_rate(text);
+  } catch (const UsageError& e) {
+    throw UsageError(option + ": " + e.what());
+  }
+}
+
+Nanos parse_duration(std::string_view text, Nanos bare_unit, Nanos max) {
+  const Decimal d = leading_decimal(text);
+  const std::string unit = lower(text.substr(d.used));
+  const Unit* u = unit.empty() ? nullptr : find_unit(kTimeUnits, unit);
+  const Wide scale = u ? u->scale : static_cast<Wide>(bare_unit);
+  if (d.digits == 0 || scale == 0 || (!u && !unit.empty()))
+    throw UsageError(std::string("expected a duration") + (bare_unit ? " (a unit is optional)" : " and a unit") +
+                     ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
+  const Wide ns = (d.mantissa * scale + d.scale - 1) / d.scale;  // rounded up: never shorter than asked
+  if (ns > static_cast<Wide>(max)) {
+    std::ostringstream s;
+    s << "longer than the largest allowed, " << static_cast<double>(max) / 1e9 << " s";
+    throw UsageError(s.str());
+  }
+  return static_cast<Nanos>(ns);
+}
+
+Nanos parse_duration(const std::string& option, std::string_view text, Nanos bare_unit, Nanos max) {
+  return naming(option, text, [&] { return parse_duration(text, bare_unit, max); });
+}
+
+double parse_milliseconds(const std::string& option, const std::string& text) {
+  try {
+    return static_cast<double>(parse_duration(text, kMillisecond, 3600LL * 1000000000)) / 1e6;
+  } catch (const UsageError&) {
+    throw UsageError("invalid " + option + " " + quoted(text) +
+                     ": expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25), or a duration with a unit "
+                     "(e.g. 1.5s)");
+  }
+}
+
+double parse_probability(std::string_view text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  double v = -1;
+  if (!parse_double(std::string(percent ? text.substr(0, text.size() - 1) : text), v) ||
+      !(v >= 0 && v <= (percent ? 100 : 1)))
+    throw UsageError("expected a probability from 0 to 1, or a percentage (e.g. 0.01 or 1%)");
+  return percent ? v / 100 : v;
+}
+
+double parse_probability(const std::string& option, std::string_view text) {
+  return naming(option, text, [&] { return parse_probability(text); });
+}
+
+double parse_number(const std::string& option, std::string_view text, double low, double high,
+                    const std::string& unit) {
+  double v = NAN;
+  if (!parse_double(std::string(text), v) || !(v >= low && v <= high)) {
+    std::ostringstream s;
+    s << "invalid " << option << " " << quoted(text) << ": expected " << unit << " from " << low << " to " << high;
+    throw UsageError(s.str());
+  }
+  return v;
+}
+
+uint64_t parse_whole_number(const std::string& option, std::string_view text, uint64_t low, uint64_t high,
+                            const std::string& unit) {
+  const Decimal d = leading_decimal(text);
+  if (d.digits == 0 || d.used != text.size() || d.scale != 1 || d.mantissa < low || d.mantissa > high) {
+    std::ostringstream s;
+    s << "invalid " << option << " " << quoted(text) << ": expected " << unit << " from " << low << " to " << high;
+    throw UsageError(s.str());
+  }
+  return static_cast<uint64_t>(d.mantissa);
+}
+
+QueueSize parse_queue_size(std::string_view text) {
+  const char* const expected =
+      "expected packets or bytes, or both joined by a comma (e.g. 7pkts, 150000B or 7pkts,150000B), or unlimited";
+  QueueSize q;
+  if (lower(text) == "unlimited") return q;
+  for (std::string_view rest = text;;) {
+    const size_t comma = rest.find(',');
+    const std::string_view term = rest.substr(0, comma);
+    const Decimal d = leading_decimal(term);
+    const std::string unit = lower(term.substr(d.used));
+    const Unit* u = find_unit(kPacketUnits, unit);
+    uint64_t& field = u ? q.packets : q.bytes;
+    if (!u) u = find_unit(kByteUnits, unit);
+    if (d.digits == 0 || d.scale != 1 || !u || field != 0) throw UsageError(expected);
+    const Wide n = d.mantissa * u->scale;
+    if (n == 0 || n > (Wide{1} << 62)) throw UsageError("a queue limit must be above 0 and below 2^62");
+    field = static_cast<uint64_t>(n);
+    if (comma == std::string_view::npos) return q;
+    rest = rest.substr(comma + 1);
+  }
+}
+
+QueueSize parse_queue_size(const std::string& option, std::string_view text) {
+  return naming(option, text, [&] { return parse_queue_size(text); });
+}
+
+uint64_t parse_seed(const std::string& text) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    throw UsageError("invalid --seed '" + text + "': expected an unsigned 64-bit integer");
+  return v;
+}
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+}  // namespace
+
+KeyValues::KeyValues(const std::string& option, const std::string& what, const std::string& text,
+                     std::vector<std::string> known)
+    : option_(option), what_(what), keys_(std::move(known)) {
+  if (trim(text).empty()) return;
+  if (keys_.empty()) throw UsageError(option_ + ": " + what_ + " takes no arguments (got '" + text + "')");
+  size_t start = 0, comma = 0;
+  do {
+    comma = text.find(',', start);
+    const std::string item = trim(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    start = comma + 1;
+    const size_t eq = item.find('=');
+    const std::string key = trim(item.substr(0, eq));
+    if (eq == std::string::npos || key.empty())
+      throw UsageError(option_ + ": '" + item + "' is not KEY=VALUE (keys for " + what_ + ": " + keys() + ")");
+    if (std::find(keys_.begin(), keys_.end(), key) == keys_.end())
+      throw UsageError(option_ + ": unknown key '" + key + "' for " + what_ + " (expected " + keys() + ")");
+    if (has(key)) throw UsageError(option_ + ": key '" + key + "' given twice");
+    items_.emplace_back(key, trim(item.substr(eq + 1)));
+  } while (comma != std::string::npos);
+}
+
+const std::string* KeyValues::find(const std::string& key) const {
+  for (const auto& kv : items_)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+
+std::string KeyValues::keys() const {
+  std::string s;
+  for (const std::string& k : keys_) s += (s.empty() ? "" : ", ") + k;
+  return s;
 }
 
 }  // namespace tracemod

@@ -2,17 +2,20 @@
 
   recv PORT SECONDS HELLO CMD...
                         receive datagrams on UDP PORT while CMD runs (at most SECONDS); then print one line
-                        per datagram: "SEQ SIZE T" (SIZE in IP bytes; T: CLOCK_MONOTONIC ns read just after it
-                        was received, so never earlier than its arrival); exit with CMD's status. HELLO is "-"
-                        or HOST:PORT of a serve-send to ask for data until some arrives.
+                        per datagram: "SEQ SIZE T" (SIZE in IP bytes; T: when the kernel received it, its
+                        SO_TIMESTAMPNS moved onto CLOCK_MONOTONIC ns, so a late reader does not delay it);
+                        exit with CMD's status. HELLO is "-" or HOST:PORT of a serve-send to ask for data
+                        until some arrives. Datagrams the socket dropped (a full buffer) are counted on
+                        standard error.
   send HOST PORT PPS SECONDS SIZE
                         send SIZE-byte IP packets (UDP over IPv4) to HOST:PORT at PPS packets per second for
                         SECONDS, each carrying its sequence number
   serve-send PORT PPS SECONDS SIZE CMD...
                         run CMD; when a hello arrives on UDP PORT, send as `send` does to where it came from
 
-Both ends read CLOCK_MONOTONIC, which network namespaces share, as the link log does.
+Times are CLOCK_MONOTONIC, which network namespaces share, as the link log's are.
 """
+import select
 import socket
 import struct
 import subprocess
@@ -21,18 +24,47 @@ import threading
 import time
 
 HEADERS = 28  # IPv4 + UDP
+SO_TIMESTAMPNS = 35  # Linux (asm-generic/socket.h); the socket module does not name them
+SO_RXQ_OVFL = 40  # each datagram carries how many its socket dropped on a full buffer
+
+
+def monotonic_minus_realtime():
+    """CLOCK_MONOTONIC - CLOCK_REALTIME in ns (constant but for clock steps), from the monotonic read that came
+    closest between two realtime reads: a read preempted in between would be off by half the preemption."""
+    best = None
+    for _ in range(200):
+        before = time.time_ns()
+        mono = time.monotonic_ns()
+        after = time.time_ns()
+        if best is None or after - before < best[0]:
+            best = (after - before, mono - (before + after) // 2)
+    return best[1]
+
+
+def received_at(ancillary, offset):
+    """The kernel's receive time (SO_TIMESTAMPNS, CLOCK_REALTIME) of a datagram, in CLOCK_MONOTONIC ns."""
+    for level, kind, value in ancillary:
+        if (level, kind) == (socket.SOL_SOCKET, SO_TIMESTAMPNS):
+            sec, nsec = struct.unpack("qq", value[:16])
+            return sec * 1_000_000_000 + nsec + offset
+    raise RuntimeError("link_probe: a datagram without its kernel timestamp")
 
 
 def recv(port, seconds, hello, command):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    s.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
     s.bind(("0.0.0.0", port))
-    got = []
+    got, overflow = [], [0]
+    offset = monotonic_minus_realtime()
 
     def loop():
         while True:
-            data = s.recv(2048)
-            got.append((struct.unpack("!Q", data[:8])[0], len(data) + HEADERS, time.monotonic_ns()))
+            data, ancillary, _, _ = s.recvmsg(2048, socket.CMSG_SPACE(16) + socket.CMSG_SPACE(4))
+            got.append((struct.unpack("!Q", data[:8])[0], len(data) + HEADERS, received_at(ancillary, offset)))
+            overflow[0] = max([overflow[0]] + [struct.unpack("I", v[:4])[0] for level, kind, v in ancillary
+                                               if (level, kind) == (socket.SOL_SOCKET, SO_RXQ_OVFL)])
 
     def greet(host, hello_port):
         while not got:
@@ -47,7 +79,15 @@ def recv(port, seconds, hello, command):
     except subprocess.TimeoutExpired:
         status = 124
     time.sleep(0.2)  # the last departures still crossing
+    drained = 0
+    for _ in range(500):  # a reader that fell behind (a loaded machine) catches up before we print
+        drained = 0 if select.select([s], [], [], 0)[0] else drained + 1
+        if drained == 3:
+            break
+        time.sleep(0.01)
     sys.stdout.write("".join(f"{seq} {size} {t}\n" for seq, size, t in list(got)))
+    if overflow[0]:
+        sys.stderr.write(f"link_probe: the receiving socket dropped {overflow[0]} datagrams (its buffer was full)\n")
     return status
 
 

@@ -1,11 +1,11 @@
-"""tm-trace: validate, stats and make, on hand-made bad traces, on traces it makes itself, and on the real LTE
-traces beside the checkout (their figures checked against the table in their README)."""
+"""tm-trace: validate, stats and make, on hand-made bad traces, on traces it makes itself, and on the project's
+real LTE traces (their figures checked against the table in traces/README)."""
 import os
 import re
 
 import pytest
 
-from conftest import SHARED_TRACES
+from conftest import TRACES
 
 # name, text, line of the error, what the error line must say
 BAD_TRACES = [
@@ -158,6 +158,26 @@ def test_make_on_off_once_keeps_the_off_time(root, tools, public_tmp):
     assert lines_of(path) == [1, 2, 3, 4, 8]
 
 
+def test_make_stalls_hold_opportunities_back_and_release_them_in_a_burst(root, tools, public_tmp):
+    path = make(root, tools, public_tmp, "stalls", "--rate", "12mbit", "--duration", "20s", "--stalls", "2s:300ms",
+                "--burst-rate", "24mbit", "--seed", "1")
+    lines = lines_of(path)
+    assert len(lines) == 20000 and lines[-1] == 20000, "the mean rate is the link's"
+    gaps = [(a, b - a) for a, b in zip(lines, lines[1:]) if b - a > 1]
+    assert 6 <= len(gaps) <= 20 and all(150 <= g <= 451 for _, g in gaps), gaps
+    after = [lines.count(a + g + 1) for a, g in gaps]
+    assert all(n == 3 for n in after), "each stall is followed by the link's 1 and the burst's 2 per ms"
+    again = make(root, tools, public_tmp, "again", "--rate", "12mbit", "--duration", "20s", "--stalls",
+                 "2s:300ms", "--burst-rate", "24mbit", "--seed", "1")
+    assert lines_of(again) == lines
+    r = trace_tool(root, tools, "make", "--rate", "12mbit", "--duration", "20s", "--stalls", "2s:300ms")
+    seed = re.fullmatch(r"tm-trace: stalls drawn with --seed (\d+)\n", r.stderr)
+    assert r.returncode == 0 and seed, r.stderr
+    r2 = trace_tool(root, tools, "make", "--rate", "12mbit", "--duration", "20s", "--stalls", "2s:300ms",
+                    "--seed", seed.group(1))
+    assert r2.stdout == r.stdout and r2.stderr == ""
+
+
 def test_make_cannot_write_exits_1(root, tools):
     r = trace_tool(root, tools, "make", "--rate", "12mbit", "--duration", "1s", "-o", "/nonexistent/dir/t")
     assert r.returncode == 1 and r.stderr.startswith("tm-trace: cannot write /nonexistent/dir/t: "), r
@@ -178,6 +198,9 @@ BAD_USAGE = [
     (["make", "--on-off", "12mbit:1s,fast:1s"], "'fast:1s'"),
     (["make", "--rate", "1mbit", "--duration", "5ms"], "no opportunity"),
     (["make", "--bogus"], "--bogus"),
+    (["make", "--rate", "12mbit", "--duration", "1s", "--stalls", "2s"], "'2s'"),
+    (["make", "--rate", "12mbit", "--duration", "1s", "--stalls", "2s:300ms", "--burst-rate", "x"], "'x'"),
+    (["make", "--rate", "12mbit", "--duration", "1s", "--seed", "1"], "need --stalls"),
     (["stats"], "missing FILE"),
     (["stats", "--window", "0ms", "/dev/null"], "'0ms'"),
     (["validate"], "missing FILE"),
@@ -204,27 +227,27 @@ def test_help_and_version_exit_0(root, tools, args, expected):
     assert r.stdout.startswith(expected)
 
 
-def shared_trace_table() -> list:
-    """(file, lines, last ms, mean Mbit/s) from the table in the shared traces' README; none if it is missing
-    (test_the_shared_trace_table_was_read then fails, rather than the whole module failing to load)."""
+def lte_trace_table() -> list:
+    """(file, lines, last ms, mean Mbit/s) from the table in traces/README; none if it is missing
+    (test_the_lte_trace_table_was_read then fails, rather than the whole module failing to load)."""
     try:
-        with open(os.path.join(SHARED_TRACES, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(TRACES, "README"), encoding="utf-8") as f:
             rows = re.findall(r"^\| (\S+) \| (\d+) \| (\d+) \| ([\d.]+) Mbit/s \|$", f.read(), re.M)
     except OSError:
         return []
     return [(name, int(lines), int(last), mbps) for name, lines, last, mbps in rows]
 
 
-SHARED = shared_trace_table()
+LTE = lte_trace_table()
 
 
-def test_the_shared_trace_table_was_read():
-    assert len(SHARED) == 6, f"expected the six traces listed in {SHARED_TRACES}/README.md"
+def test_the_lte_trace_table_was_read():
+    assert len(LTE) == 6, f"expected the six traces listed in {TRACES}/README"
 
 
-@pytest.mark.parametrize("name,lines,last,mbps", SHARED, ids=[s[0] for s in SHARED])
+@pytest.mark.parametrize("name,lines,last,mbps", LTE, ids=[s[0] for s in LTE])
 def test_real_traces_match_their_readme(root, tools, name, lines, last, mbps):
-    path = os.path.join(SHARED_TRACES, name)
+    path = os.path.join(TRACES, name)
     r = trace_tool(root, tools, "validate", path)
     assert (r.returncode, r.stdout, r.stderr) == (0, ok_line(path, lines, last, mbps) + "\n", "")
     stats = stats_of(root, tools, path)
@@ -234,3 +257,50 @@ def test_real_traces_match_their_readme(root, tools, name, lines, last, mbps):
         assert rates["windows"] == -(-last // window)
         assert rates["min"] <= rates["p5"] <= rates["p50"] <= rates["p95"] <= rates["max"], rates
         assert rates["min"] <= float(mbps) <= rates["max"], rates
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The project's traces: synthetic ones reproducible, bare names found where `make install` puts them
+
+
+def test_the_synthetic_traces_are_what_tm_trace_make_writes(root, tools, public_tmp):
+    r = root.run([os.path.join(TRACES, "make-synthetic"), tools.path("tm-trace"), str(public_tmp)])
+    assert r.returncode == 0, r.stderr
+    made = sorted(os.listdir(public_tmp))
+    assert len(made) >= 9, made
+    for name in made:
+        with open(public_tmp / name, "rb") as new, open(os.path.join(TRACES, name), "rb") as committed:
+            assert new.read() == committed.read(), f"traces/{name} differs from what make-synthetic writes"
+
+
+def test_a_bare_trace_name_is_looked_up_in_the_trace_path(root, tools):
+    r = root.run(tools.tool("tm-trace", "validate", "Verizon-LTE-short.up"), env={"TM_TRACE_PATH": TRACES})
+    assert (r.returncode, r.stderr) == (0, ""), r
+    assert r.stdout == ok_line("Verizon-LTE-short.up", 69367, 140000, "5.95") + "\n"
+    r = root.run(tools.shell("tm-link", "constant-12mbit", "constant-12mbit", "--once", "-v", cmd=["true"]),
+                 env={"TM_TRACE_PATH": f"/nonexistent:{TRACES}"})
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_missing_bare_trace_name_names_every_place_looked_in(root, tools, public_tmp):
+    for argv in (tools.tool("tm-trace", "validate", "no-such.trace"),
+                 tools.shell("tm-link", "no-such.trace", "constant-12mbit", cmd=["true"])):
+        r = root.run(argv, env={"TM_TRACE_PATH": str(public_tmp)})
+        assert r.returncode == 2, r
+        first = r.stderr.splitlines()[0].removeprefix("tm-link: ")
+        assert first.startswith("no-such.trace: cannot open: no such trace (looked in the current directory, "), first
+        assert str(public_tmp) in first and "/share/tracemod/traces" in first, first
+
+
+def test_make_install_installs_the_traces(root, tmp_path):
+    builddir = os.environ.get("TM_TEST_BUILDDIR")
+    assert builddir, "TM_TEST_BUILDDIR is not set: use tests/run"
+    r = root.run(["make", "-C", builddir, "install", f"DESTDIR={tmp_path}"], timeout=120)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    found = [os.path.join(d, f) for d, _, files in os.walk(tmp_path) for f in files
+             if d.endswith("/share/tracemod/traces")]
+    names = {os.path.basename(f) for f in found}
+    assert {"Verizon-LTE-short.up", "TMobile-LTE-short.down", "constant-12mbit", "README"} <= names, names
+    for f in found:
+        with open(f, "rb") as a, open(os.path.join(TRACES, os.path.basename(f)), "rb") as b:
+            assert a.read() == b.read(), f

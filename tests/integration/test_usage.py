@@ -1,8 +1,10 @@
 """Bad usage exits 2 with one line naming the problem, then the usage; --help and --version exit 0; the command
 may follow without `--`, as with Mahimahi."""
+import os
+
 import pytest
 
-from conftest import sh
+from conftest import TRACES, sh
 
 BAD_ARGUMENTS = [
     ("tm-delay", [], "missing delay"),
@@ -39,7 +41,18 @@ def test_help_and_version_exit_0(root, tools, tool, option, expected):
     assert r.stdout.startswith(expected.format(tool=tool))
 
 
-@pytest.mark.parametrize("tool,args", [("tm-delay", ["0"]), ("tm-loss", ["uplink", "0"])], ids=["tm-delay", "tm-loss"])
-def test_command_without_double_dash(root, tools, tool, args):
-    r = root.run([tools.path(tool), *args, *sh("exit 4")])
+TRACE = os.path.join(TRACES, "constant-12mbit")
+WITHOUT_DOUBLE_DASH = {
+    "tm-delay": ["0"],
+    "tm-loss": ["uplink", "0"],
+    "tm-link": [TRACE, TRACE],  # mm-link UP DOWN COMMAND, as Mahimahi's users write it
+    "tm-link-options-between": ["--uplink-queue", "droptail", TRACE, "--uplink-queue-args", "packets=10", TRACE],
+}
+
+
+@pytest.mark.parametrize("case", WITHOUT_DOUBLE_DASH)
+def test_command_without_double_dash(root, tools, case):
+    tool = case.split("-options")[0]
+    r = root.run([tools.path(tool), *WITHOUT_DOUBLE_DASH[case], *sh('echo "$TM_DEPTH"; exit 4')])
     assert r.returncode == 4, r.stderr
+    assert r.stdout == "1\n", "the command did not run inside the shell"

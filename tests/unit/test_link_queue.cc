@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -107,19 +108,39 @@ TEST(LinkQueue, OpportunitiesBeforeAnArrivalCannotCarryIt) {
   EXPECT_EQ(k.run(10 * kMs), std::vector<Nanos>{3 * kMs});
 }
 
-TEST(LinkQueue, NeverReleasesBeforeTheOpportunity) {
-  Link k(every(kMs, 100, kMs));
-  int sent = 0;
-  for (Nanos t = 0; t < 200 * kMs; t += 137 * 1000) {
-    for (; sent < 100 && sent * kMs / 2 <= t; ++sent) k.arrive(kFullPayload, sent * kMs / 2);  // 2 per ms
+// Packets arrive at random times, on average one per 1.5 opportunities, and are handed to the link up to 3 ms after the
+// kernel received them (the ferry reads late); the link is run at random times. Each packet leaves at an
+// opportunity no earlier than its arrival and no later than the run that released it, in order.
+TEST(LinkQueue, NeverReleasesBeforeItsArrivalOrItsOpportunity) {
+  Link k(every(kMs, 400, kMs));
+  RandomStream r(7, 0);
+  std::vector<std::pair<Nanos, Nanos>> pending;  // (arrival, handed over), in the kernel's order
+  for (Nanos t = 0, handed = 0; t < 300 * kMs; t += static_cast<Nanos>(r.uniform() * 3 * kMs)) {
+    handed = std::max(handed, t + static_cast<Nanos>(r.uniform() * 3 * kMs));
+    pending.push_back({t, handed});
+  }
+  std::vector<Nanos> arrival_of;  // by IP ID
+  size_t next = 0;
+  for (Nanos now = 0; now < 500 * kMs; now += static_cast<Nanos>(r.uniform() * 700 * 1000)) {
+    for (; next < pending.size() && pending[next].second <= now; ++next) {
+      arrival_of.push_back(pending[next].first);
+      k.q->enqueue(udp4(k.pool, kFullPayload, pending[next].first, static_cast<uint16_t>(arrival_of.size() - 1)), now);
+    }
     const size_t before = k.out.got.size();
-    k.q->dequeue_ready(t, k.out);
+    k.q->dequeue_ready(now, k.out);
     for (size_t i = before; i < k.out.got.size(); ++i) {
-      EXPECT_LE(k.out.got[i].release, t);
-      EXPECT_EQ(k.out.got[i].release % kMs, 0);
+      const Packet& p = k.out.got[i];
+      EXPECT_GE(p.release, arrival_of[ip_id_of(p)]) << "packet " << ip_id_of(p);
+      EXPECT_LE(p.release, now);
+      EXPECT_EQ(p.release % kMs, 0);
+      if (i > 0) {
+        EXPECT_GT(p.release, k.out.got[i - 1].release);  // one full packet per opportunity
+      }
     }
   }
-  EXPECT_EQ(k.out.got.size(), 100u);
+  EXPECT_EQ(next, pending.size());
+  EXPECT_EQ(k.out.got.size(), pending.size());
+  EXPECT_TRUE(Conserved(k.q->stats()));
 }
 
 TEST(LinkQueue, IdleLinkSkipsItsOpportunities) {
@@ -185,6 +206,26 @@ TEST(LinkQueue, GsoFrameAtAHighRateLeavesWholeAtItsLastOpportunity) {
   EXPECT_TRUE(k.out.got[0].is_gso());
   EXPECT_EQ(k.q->stats().out_packets, 40u);
   EXPECT_TRUE(Conserved(k.q->stats()));
+}
+
+// The keep/split boundary itself: a frame whose opportunities span exactly kMaxGsoSpread leaves whole at the
+// last of them; one nanosecond more and each wire packet leaves at its own opportunity.
+TEST(LinkQueue, GsoFrameSpanningExactlyTheMaximumSpreadStaysWhole) {
+  constexpr Nanos kStart = 5 * kMs, kHalf = LinkQueue::kMaxGsoSpread / 2;
+  Link k({kStart, kStart + kHalf, kStart + 2 * kHalf});
+  k.q->enqueue(fake::tcp_gso(k.pool, false, 1448, 3 * 1448, 0), 0);  // 3 segments of 1500 IP bytes
+  ASSERT_EQ(k.run(10 * kMs), std::vector<Nanos>{kStart + LinkQueue::kMaxGsoSpread});
+  EXPECT_TRUE(k.out.got[0].is_gso());
+  EXPECT_EQ(k.q->stats().out_packets, 3u);
+}
+
+TEST(LinkQueue, GsoFrameSpanningOneNanosecondMoreIsSplit) {
+  constexpr Nanos kStart = 5 * kMs, kHalf = LinkQueue::kMaxGsoSpread / 2;
+  Link k({kStart, kStart + kHalf, kStart + 2 * kHalf + 1});
+  k.q->enqueue(fake::tcp_gso(k.pool, false, 1448, 3 * 1448, 0), 0);
+  EXPECT_EQ(k.run(10 * kMs), (std::vector<Nanos>{kStart, kStart + kHalf, kStart + 2 * kHalf + 1}));
+  for (const Packet& p : k.out.got) EXPECT_FALSE(p.is_gso());
+  EXPECT_EQ(k.q->stats().out_packets, 3u);
 }
 
 TEST(LinkQueue, ALinkWithoutDeparturesReportsNoLateness) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "packet/trace_tools.hh"
 #include "util/error.hh"
 
@@ -15,7 +17,7 @@ Lines lines_of(const TracePlan& plan) {
 }
 
 TracePlan plan(std::vector<RateSegment> pattern, uint64_t total_ms = 0) {
-  TracePlan p{std::move(pattern), total_ms};
+  TracePlan p{std::move(pattern), total_ms, {}};
   if (p.total_ms == 0)
     for (const RateSegment& s : p.pattern) p.total_ms += s.ms;
   return p;
@@ -41,12 +43,12 @@ TEST(TraceToolsDuration, UnitsAndWholeMilliseconds) {
   EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "1.5ms"); }),
             "invalid --duration '1.5ms': not a whole number of milliseconds");
   EXPECT_EQ(usage_error([] { parse_duration_ms("--window", "10"); }),
-            "invalid --window '10': expected a duration and a unit: ms, s or min (e.g. 10s)");
+            "invalid --window '10': expected a duration and a unit: ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
   EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "0s"); }),
             "invalid --duration '0s': must last at least 1 ms");
   EXPECT_EQ(usage_error([] { parse_duration_ms("--duration", "4294967296ms"); }),
             "invalid --duration '4294967296ms': longer than a trace can be (4294967295 ms)");
-  for (const char* bad : {"-1s", "1..5s", "s", ".5s", "10 s", "10sec", "1e3ms", ""})
+  for (const char* bad : {"-1s", "1..5s", "s", "10 s", "10sec", "1e3ms", ""})
     EXPECT_NE(usage_error([&] { parse_duration_ms("--duration", bad); }), "") << bad;
 }
 
@@ -68,7 +70,8 @@ TEST(TraceToolsSegments, RatesAndDurations) {
             }).rfind("invalid --steps segment '12q:1s': invalid rate", 0),
             0u);
   EXPECT_EQ(usage_error([] { parse_segments("--steps", "1mbit:1"); }),
-            "invalid --steps segment '1mbit:1': expected a duration and a unit: ms, s or min (e.g. 10s)");
+            "invalid --steps segment '1mbit:1': expected a duration and a unit: ns, us, ms, s, min or h (e.g. 200ms or "
+            "1.5s)");
 }
 
 TEST(TraceToolsMake, ConstantRateOnePerMillisecondAt12Mbit) {
@@ -112,6 +115,74 @@ TEST(TraceToolsMake, RoundTripThroughTheParser) {
   const DeliveryTrace t = DeliveryTrace::parse(text, "steps");
   EXPECT_EQ(t.period_ms(), 30000u);
   EXPECT_EQ(t.opportunities(), 4166u + 16666u + 1666u);
+}
+
+TracePlan stalled(uint64_t seed, uint64_t burst_bps = 0) {
+  TracePlan p = plan({{12000000, 20000}});
+  p.stalls = {2000, 300, burst_bps, seed};
+  return p;
+}
+
+TEST(TraceToolsStalls, ParsedAsEveryColonLength) {
+  const StallPlan p = parse_stalls("--stalls", "2s:300ms");
+  EXPECT_EQ(p.every_ms, 2000u);
+  EXPECT_EQ(p.length_ms, 300u);
+  EXPECT_EQ(usage_error([] { parse_stalls("--stalls", "2s"); }),
+            "invalid --stalls '2s': expected EVERY:LENGTH (e.g. 2s:300ms)");
+  EXPECT_EQ(usage_error([] { parse_stalls("--stalls", "2s:0ms"); }), "invalid --stalls '0ms': must last at least 1 ms");
+}
+
+TEST(TraceToolsStalls, DrawnWithinHalfToOneAndAHalfTimesTheirMeans) {
+  const std::vector<Stall> stalls = plan_stalls(stalled(1));
+  ASSERT_GE(stalls.size(), 6u);  // 20 s, about 2.35 s per stall and burst
+  uint64_t free_from = 0;
+  for (const Stall& s : stalls) {
+    EXPECT_GE(s.start_ms - free_from, 1000u);
+    EXPECT_LE(s.start_ms - free_from, 3000u);
+    EXPECT_GE(s.end_ms - s.start_ms, 150u);
+    EXPECT_LE(s.end_ms - s.start_ms, 450u);
+    EXPECT_EQ(s.withheld, s.end_ms - s.start_ms);  // 12 Mbit/s: one opportunity per ms
+    free_from = s.end_ms + (s.withheld + 7) / 8;   // the burst: 96 Mbit/s on top, 8 per ms
+  }
+  EXPECT_LT(stalls.back().end_ms, 20000u);
+}
+
+TEST(TraceToolsStalls, WithheldOpportunitiesComeBackInABurstOnTopOfTheLink) {
+  const TracePlan p = stalled(1);
+  const Lines l = lines_of(p);
+  EXPECT_EQ(l.size(), 20000u);  // the mean rate is the link's
+  EXPECT_EQ(l.back(), 20000u);
+  EXPECT_TRUE(std::is_sorted(l.begin(), l.end()));
+  const Stall s = plan_stalls(p).front();
+  auto count = [&](uint64_t from, uint64_t to) {  // lines in (from, to]
+    return std::upper_bound(l.begin(), l.end(), to) - std::upper_bound(l.begin(), l.end(), from);
+  };
+  EXPECT_EQ(count(s.start_ms - 100, s.start_ms), 100);
+  EXPECT_EQ(count(s.start_ms, s.end_ms), 0);
+  const uint64_t burst_ms = (s.withheld + 7) / 8;
+  EXPECT_EQ(count(s.end_ms, s.end_ms + burst_ms), static_cast<long>(burst_ms + s.withheld));
+  EXPECT_EQ(count(s.end_ms + burst_ms, s.end_ms + burst_ms + 100), 100);
+}
+
+TEST(TraceToolsStalls, TheBurstRateAndTheSeedChooseTheTrace) {
+  EXPECT_EQ(burst_rate(stalled(1)), 96000000u);
+  EXPECT_EQ(burst_rate(stalled(1, 24000000)), 24000000u);
+  const Stall slow = plan_stalls(stalled(1, 24000000)).front();  // 2 per ms on top of the link's 1
+  const Lines l = lines_of(stalled(1, 24000000));
+  const auto after = std::upper_bound(l.begin(), l.end(), slow.end_ms);
+  EXPECT_EQ(after[0], slow.end_ms + 1);
+  EXPECT_EQ(after[1], slow.end_ms + 1);
+  EXPECT_EQ(after[2], slow.end_ms + 1);
+  EXPECT_EQ(lines_of(stalled(1)), lines_of(stalled(1)));
+  EXPECT_NE(lines_of(stalled(1)), lines_of(stalled(2)));
+  EXPECT_NE(plan_stalls(stalled(1)).front().start_ms, plan_stalls(stalled(2)).front().start_ms);
+}
+
+TEST(TraceToolsStalls, NoneWhoseBurstWouldOutlastTheTrace) {
+  TracePlan p = plan({{12000000, 1000}});
+  p.stalls = {200, 100, 500000, 1};  // a stall ends by 450 ms; its burst, 24 ms per opportunity, outlasts 1 s
+  EXPECT_TRUE(plan_stalls(p).empty());
+  EXPECT_EQ(lines_of(p), lines_of(plan({{12000000, 1000}})));
 }
 
 TEST(TraceToolsStats, WindowsOverOneLoop) {
