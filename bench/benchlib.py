@@ -38,6 +38,56 @@ def cmd_iperf(args):
     print(f"{report['end']['sum_received']['bits_per_second'] / 1e9:.2f}")
 
 
+def cmd_pps(args):
+    """From an iperf3 -u -J report of LEN-byte datagrams: offered kpps, received kpps, % lost, datagrams sent."""
+    with open(args.file) as f:
+        text = f.read()
+    try:
+        end = json.loads(text)["end"]
+        sent, got = end["sum_sent"], end["sum_received"]
+    except (json.JSONDecodeError, KeyError):
+        sys.exit(f"benchlib: {args.file}: not an iperf3 UDP report: {text[:200]!r}")
+    received = got["bytes"] / args.len
+    print(f"{sent['packets'] / sent['seconds'] / 1000:.1f} {received / got['seconds'] / 1000:.1f} "
+          f"{100 * (1 - received / sent['packets']) if sent['packets'] else 0:.2f} {sent['packets']}")
+
+
+def process_environ(pid):
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        return f.read().split(b"\0")
+
+
+def cmd_shell_cpu(args):
+    """Until SIGTERM, samples every 50 ms the CPU time (user + system) of the processes named NAME whose
+    environment holds TMB_TAG=TAG and a TM_DEPTH (so: this run's nested shells, not the outermost, and no
+    one else's); then writes their total CPU seconds to OUT."""
+    import signal
+    import threading
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    hz = os.sysconf("SC_CLK_TCK")
+    tag = f"TMB_TAG={args.tag}".encode()
+    ticks, ours = {}, {}
+    while not stop.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    stat = f.read()
+                if stat[stat.index("(") + 1:stat.rindex(")")] != args.name:
+                    continue
+                if pid not in ours:
+                    env = process_environ(pid)
+                    ours[pid] = tag in env and any(v.startswith(b"TM_DEPTH=") for v in env)
+            except (OSError, ValueError):
+                continue
+            if ours[pid]:
+                fields = stat[stat.rindex(")") + 2:].split()
+                ticks[pid] = int(fields[11]) + int(fields[12])  # utime + stime
+        stop.wait(0.05)
+    with open(args.out, "w") as f:
+        f.write(f"{sum(ticks.values()) / hz:.3f}\n")
+
+
 def checksum(data):
     if len(data) % 2:
         data += b"\0"
@@ -148,6 +198,40 @@ def cmd_mib(args):
     print(f"{args.a / 1024:.1f} MiB")
 
 
+def cmd_far_sender(args):
+    """A TCP sender on [::]:PORT (IPv4 too) for SECONDS to its first client; prints its own TCP's smoothed and
+    minimum RTT on that connection in ms (TCP_INFO's tcpi_rtt and tcpi_min_rtt, at offsets 68 and 148)."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::", int(args.port)))
+    s.listen(1)
+    s.settimeout(30)
+    c, _ = s.accept()
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+    end, chunk = time.monotonic() + args.seconds, b"x" * 65536
+    while time.monotonic() < end:
+        c.send(chunk)
+    info = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    rtt, min_rtt = struct.unpack_from("I", info, 68)[0], struct.unpack_from("I", info, 148)[0]
+    print(f"{rtt / 1000:.3f} {min_rtt / 1000:.3f}", flush=True)
+
+
+def cmd_far_receiver(args):
+    """Reads from HOST:PORT until the sender closes; HOST may name an environment variable (TM_BASE)."""
+    host = os.environ.get(args.host, args.host)
+    for _ in range(100):  # the sender may not listen yet
+        try:
+            c = socket.create_connection((host, int(args.port)), timeout=30)
+            break
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    else:
+        sys.exit(f"benchlib: no sender at {host}:{int(args.port)}")
+    while c.recv(1 << 20):
+        pass
+
+
 def cmd_table(args):
     """The summary table, in Markdown, from the tab-separated rows lib.sh's emit appends."""
     header = ["figure", "tracemod", "raw veth", "ratio", "target"]
@@ -170,6 +254,8 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     for name, func, params in [
         ("iperf", cmd_iperf, ["file"]),
+        ("pps", cmd_pps, ["file", "len"]),
+        ("shell-cpu", cmd_shell_cpu, ["name", "tag", "out"]),
         ("pinger", cmd_pinger, ["host", "count", "interval"]),
         ("ping", cmd_ping, ["file"]),
         ("dist", cmd_dist, []),
@@ -178,10 +264,13 @@ def main():
         ("excess", cmd_excess, ["a", "b", "c"]),
         ("mib", cmd_mib, ["a"]),
         ("table", cmd_table, ["file"]),
+        ("far-sender", cmd_far_sender, ["port", "seconds"]),
+        ("far-receiver", cmd_far_receiver, ["host", "port"]),
     ]:
         p = sub.add_parser(name, help=func.__doc__)
         for param in params:
-            p.add_argument(param, type={"file": str, "host": str, "count": int}.get(param, float))
+            p.add_argument(param, type={"file": str, "host": str, "count": int, "port": int, "len": int, "name": str,
+                                        "tag": str, "out": str}.get(param, float))
         if func is cmd_pinger:
             p.add_argument("--wait", type=float, default=2, help="seconds to wait for the last replies")
         p.set_defaults(func=func)

@@ -188,6 +188,16 @@ nested_level() {
   nest "$@"
 }
 
+# Runs "$@" with its standard error thrown away (a shell's one-line notices, e.g. about forwarding).
+quiet() {
+  "$@" 2>/dev/null
+}
+
+# The client of bench/host: iperf3 against the host, at $TMB_SERVER or, inside a shell, at $TM_BASE.
+host_client() {
+  iperf3 -c "${TMB_SERVER:-$TM_BASE}" "$@"
+}
+
 # The client end; DIR and SECS as for iperf_opts.
 iperf_client() {
   # shellcheck disable=SC2046
@@ -260,6 +270,7 @@ TARGET_RTT=(">= 20.000 ms" "<= 20.10 ms" "<= 20.50 ms" "-")  # min p50 p99 max
 declare -A TARGET_STARTUP=(
   [isolated-median]="<= 30 ms" [isolated-p90]="-"
   [default-median]="<= 30 ms" [default-p90]="-"
+  [pasta-median]="-" [pasta-p90]="-"
 )
 TARGET_RSS_IDLE="-"
 TARGET_RSS_LOADED="-"

@@ -24,20 +24,26 @@ TEST_USER = os.environ.get("TM_TEST_USER", "tmtest")
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SETPRIV = shutil.which("setpriv", path=PATH) or "setpriv"  # found even when a test empties PATH
 
-# Real LTE traces in Mahimahi format, beside the checkout (read-only; copy what a test needs into public_tmp).
-SHARED_TRACES = os.environ.get("TM_TEST_TRACES") or os.path.realpath(os.path.join(HERE, "..", "..", "..", "shared",
-                                                                                  "traces"))
+# The project's own traces (traces/: real LTE traces and synthetic ones). The unprivileged user may not be able
+# to read the source tree: copy what it needs into public_tmp.
+TRACES = os.path.realpath(os.path.join(HERE, "..", "..", "traces"))
+# Files other tools wrote (tests/data/README): Mahimahi's own link logs.
+DATA = os.path.realpath(os.path.join(HERE, "..", "data"))
 
-# The outermost shell's outside addresses, as documented.
-TM_BASE = "100.64.0.1"
-TM_BASE6 = "fd74:6d00:0:0::1"
+# The outermost shell's outside addresses (on its private outer namespace's loopback, mapped to the host), and
+# the outer end of its link (its TM_OUTER), as documented.
+TM_BASE = "100.127.255.1"
+TM_BASE6 = "fd74:6d00:1::1"
+OUTERMOST_OUTER = "100.64.0.1"
+OUTERMOST_OUTER6 = "fd74:6d00:0:0::1"
 
 
 def pytest_configure(config):
     if os.geteuid() != 0:
         raise pytest.UsageError("the integration tests run as root (they also test as an unprivileged user): "
                                 "use tests/run")
-    tools = ("tm-delay", "tm-loss", "tm-link", "tm-trace", "tm-graph", "tm-record")
+    tools = ("tm-delay", "tm-loss", "tm-link", "tm-trace", "tm-graph", "tm-record", "tm-modulate", "tm-probe",
+             "tm-onoff")
     missing = [t for t in tools if not os.access(os.path.join(BINDIR, t), os.X_OK)]
     if missing:
         raise pytest.UsageError(f"TM_TEST_BINDIR must name a directory holding {', '.join(tools)} "
@@ -207,8 +213,11 @@ def read_until(proc: subprocess.Popen, marker: str, timeout: float = TIMEOUT) ->
 
 
 def ping_cmd(*, count: int = 20, interval: float = 0.05, target: str = "TM_BASE", quiet: bool = True) -> list:
-    """ping TARGET (the name of a variable set inside the shell, e.g. TM_BASE6) from inside a shell."""
-    return sh(f'exec ping -n {"-q" if quiet else ""} -c {count} -i {interval} -W 1 "${target}"')
+    """ping TARGET (the name of a variable set inside the shell, e.g. TM_BASE6) from inside a shell. With a
+    deadline (-w) ping waits for every reply, so one a loaded machine made late is not counted as lost (with
+    -W it would be after two RTTs); a lost one makes it send more until the deadline, and the count fails."""
+    deadline = int(count * interval) + 5
+    return sh(f'exec ping -n {"-q" if quiet else ""} -c {count} -i {interval} -w {deadline} "${target}"')
 
 
 class TooSlow(AssertionError):
@@ -284,3 +293,12 @@ def deepest_prompt(stderr: str) -> str:
     """The longest run of tracemod prompt tags ("[delay 0] [loss ...] ") in what an interactive shell printed."""
     runs = re.findall(r"(?:\[(?:delay|loss)[^\]]*\] )+", stderr)
     return max(runs, key=len, default="")
+
+
+def write_public(directory, name: str, text: str) -> str:
+    """Writes TEXT to DIRECTORY/NAME, readable by the unprivileged user too; returns the path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
