@@ -10,12 +10,18 @@ import pwd
 import re
 import select
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Sequence
 
 import pytest
+
+# A suite started in the background by a non-interactive shell (`make check &`, nohup) inherits SIGINT ignored,
+# and so would every tool it starts: tests that press Ctrl-C would see it ignored. A handled signal is reset
+# to its default in the programs we start.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TIMEOUT = 30  # seconds for any one subprocess, unless a test says otherwise
 HERE = os.path.dirname(os.path.abspath(__file__))
