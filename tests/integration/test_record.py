@@ -1,6 +1,6 @@
 """tm-record: usage errors, a short recording through tm-delay as root and as the unprivileged user, the token
-check (and token files), data packets of another session ignored, "don't fragment" on the data packets, Ctrl-C
-keeping a valid trace, and distill rebuilding it. The acceptance test against tm-link is in
+check (and token files), refused clients not ending a --once server, data packets of another session ignored,
+"don't fragment" on the data packets, Ctrl-C keeping a valid trace, and distill rebuilding it. The acceptance test against tm-link is in
 test_record_acceptance.py."""
 import os
 import re
@@ -58,7 +58,7 @@ def server_then(tools, fb, out, *then, stop=False, token=("--token", "$TM_RECORD
         'rec=$1 fb=$2 out=$3; shift 3; "$rec" server ' + " ".join(f'"{t}"' for t in token) +
         ' --feedback "$fb" --once -o "$out" & s=$!; ' + (beside + " & " if beside else "") +
         'while [ ! -S "$fb" ]; do sleep 0.02; done; "$@"; st=$?; '
-        f'{"kill $s; wait $s; echo server $?; " if stop else "wait $s; "}exit $st',
+        f'{"kill $s; " if stop else ""}wait $s; echo server $?; exit $st',
         tools.path("tm-record"), fb, out, *then))
 
 
@@ -140,17 +140,32 @@ def test_record_feedback_over_tcp_with_both_sockets_bound_to_the_interface(root,
     assert "warning: --max-rate held the sender back" in r.stderr, r.stderr
 
 
-def test_record_the_server_refuses_a_wrong_token(root, tools, public_tmp):
-    fb = public_tmp / "fb"
-    client = tools.delay(1, cmd=sh('exec "$@" "$TM_OUTER"', tools.path("tm-record"), "client", "--token", "wrong",
-                                   "--feedback", fb, "--duration", 1))
-    r = root.run(server_then(tools, fb, public_tmp / "srv", *client, stop=True), env={"TM_RECORD_TOKEN": TOKEN})
-    assert r.returncode == 1
-    assert "tm-record: the server refused: wrong token" in r.stderr, r.stderr
-    assert "refused a client: wrong token" in r.stderr
-    assert "server 143" in r.stdout, "the refusal ended the --once server"
+# Connects to the feedback socket argv[1] twice, as clients that do not speak tm-record's protocol: one closes
+# at once, one sends a length-delimited message that is not a Control; each reads until the server closes.
+NOT_CLIENTS = ("import socket,sys\n"
+               "for junk in (b'', bytes([3, 255, 255, 255])):\n"
+               " s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(junk); s.shutdown(socket.SHUT_WR)\n"
+               " while s.recv(4096): pass\n"
+               " s.close()")
+
+
+def test_record_refused_clients_do_not_end_a_once_server(root, tools, public_tmp):
+    fb, srv = public_tmp / "fb", public_tmp / "srv"
+    clients = tools.delay(1, cmd=sh(
+        'python3 -c "$1" "$3"; rec=$2 fb=$3; '
+        '"$rec" client --token wrong --feedback "$fb" --duration 1 "$TM_OUTER"; echo "wrong $?"; '
+        'exec "$rec" client --feedback "$fb" --duration 1 --max-rate 5mbit -q "$TM_OUTER"',
+        NOT_CLIENTS, tools.path("tm-record"), fb))
+    r = root.run(server_then(tools, fb, srv, *clients), env={"TM_RECORD_TOKEN": TOKEN}, timeout=40)
+    assert r.returncode == 0, r.stderr
+    assert "wrong 1" in r.stdout and "tm-record: the server refused: wrong token" in r.stderr, r.stdout + r.stderr
+    refusals = re.findall(r"refused a client: (.*)", r.stderr)
+    assert refusals == ["no hello: the connection was closed",
+                        "the feedback peer sent something that is not tm-record's protocol", "wrong token"], r.stderr
+    # The client after them was recorded, and then, --once, the server ended by itself.
+    assert_valid_trace(f"{srv}.up")
+    assert "server 0" in r.stdout, r.stdout
     assert not os.path.exists(fb), "the server left its socket behind"
-    assert not os.path.exists(public_tmp / "srv.up")
 
 
 def test_record_ctrl_c_keeps_a_valid_trace(root, tools, public_tmp, spawn):
