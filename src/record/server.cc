@@ -60,9 +60,21 @@ FileDescriptor accept_client(int listener, int signal_fd, int* signal) {
 
 constexpr int kRefused = -1;  // not a session: a --once server keeps waiting for its client
 
+// Reads the connection's first message into FIRST; returns why it is not a hello with the right token, or ""
+// if it is. A connection that closes, stays silent or speaks another protocol is refused as a wrong token is,
+// so that a port scan or a stray connection does not end a --once server.
+std::string refusal_of(const ServerConfig& c, ControlStream& control, Control* first) {
+  try {
+    *first = control.receive(5000, "no hello");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return first->has_hello() ? check_hello(first->hello(), c.token) : "no hello";
+}
+
 int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal_fd, unsigned n) {
-  const Control first = control.receive(5000, "a new client");
-  const std::string refusal = first.has_hello() ? check_hello(first.hello(), c.token) : "no hello";
+  Control first;
+  const std::string refusal = refusal_of(c, control, &first);
   if (!refusal.empty()) {
     Control reject;
     reject.mutable_reject()->set_reason(refusal);

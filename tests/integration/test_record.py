@@ -1,7 +1,9 @@
-"""tm-record: usage errors, a short recording through tm-delay as root and as the unprivileged user, the token
-check (and token files), data packets of another session ignored, "don't fragment" on the data packets, Ctrl-C
-keeping a valid trace, and distill rebuilding it. The acceptance test against tm-link is in
+"""tm-record: usage errors, a short recording through tm-delay as root and as the unprivileged user, data and
+feedback each on their own interface (--data-dev, --feedback-dev), the token check (and token files), refused
+clients not ending a --once server, data packets of another session ignored, "don't fragment" on the data
+packets, Ctrl-C keeping a valid trace, and distill rebuilding it. The acceptance test against tm-link is in
 test_record_acceptance.py."""
+import json
 import os
 import re
 import signal
@@ -58,7 +60,7 @@ def server_then(tools, fb, out, *then, stop=False, token=("--token", "$TM_RECORD
         'rec=$1 fb=$2 out=$3; shift 3; "$rec" server ' + " ".join(f'"{t}"' for t in token) +
         ' --feedback "$fb" --once -o "$out" & s=$!; ' + (beside + " & " if beside else "") +
         'while [ ! -S "$fb" ]; do sleep 0.02; done; "$@"; st=$?; '
-        f'{"kill $s; wait $s; echo server $?; " if stop else "wait $s; "}exit $st',
+        f'{"kill $s; " if stop else ""}wait $s; echo server $?; exit $st',
         tools.path("tm-record"), fb, out, *then))
 
 
@@ -126,31 +128,92 @@ def lines_of(path):
         return f.read().splitlines()
 
 
-def test_record_feedback_over_tcp_with_both_sockets_bound_to_the_interface(root, tools, public_tmp):
-    srv = public_tmp / "srv"
-    outer = tools.delay("--isolated", 0, cmd=sh(
-        'rec=$1 out=$2; shift 2; "$rec" server --token t --once -q -o "$out" & sleep 0.5; "$@"; st=$?; wait; exit $st',
-        tools.path("tm-record"), srv, *tools.delay(1, cmd=sh(
-            'exec "$1" client --token t --feedback "$TM_OUTER:9474" --data-dev tm0 --feedback-dev tm0 '
-            '--duration 2 --max-rate 5mbit -q "$TM_OUTER"', tools.path("tm-record")))))
-    r = root.run(outer, timeout=40)
+# Counts, on every interface of its namespace, the IPv4 frames of tm-record's data (UDP port 9473) and feedback
+# (TCP port 9474), either way, until SIGTERM; then writes {"IFACE udp": N, "IFACE tcp": N} to argv[1]. It
+# creates argv[1].ready once it listens.
+SNIFFER = ("import json,signal,socket,struct,sys\n"
+           "s=socket.socket(socket.AF_PACKET,socket.SOCK_RAW,socket.htons(3)); counts={}\n"
+           "def stop(*_): raise SystemExit\n"
+           "signal.signal(signal.SIGTERM,stop); open(sys.argv[1]+'.ready','w').close()\n"
+           "try:\n"
+           " while True:\n"
+           "  p,(ifname,*_)=s.recvfrom(256)\n"
+           "  if len(p)<38 or p[12:14]!=b'\\x08\\x00': continue\n"
+           "  ports=struct.unpack_from('!HH',p,14+(p[14]&15)*4)\n"
+           "  kind={17:('udp',9473),6:('tcp',9474)}.get(p[23])\n"
+           "  if kind and kind[1] in ports: counts[ifname+' '+kind[0]]=counts.get(ifname+' '+kind[0],0)+1\n"
+           "finally:\n"
+           " json.dump(counts,open(sys.argv[1],'w'))\n")
+
+# Two links between a server's namespace (this shell's, after unshare) and a client's (held by a sleep): d0-d1
+# for data, f0-f1 for feedback. The server has 10.77.8.8 (the data address) and 10.77.9.9 (the feedback
+# address); the client's routes prefer the wrong link for each, so only the binding puts each socket's packets
+# on its own link.
+TWO_LINKS = """rec=$1 dir=$2 sniffer=$3
+ip link set lo up
+unshare -n sleep 30 & c=$!
+trap 'kill $c $s $n 2>/dev/null' EXIT
+while [ "$(readlink /proc/$c/ns/net)" = "$(readlink /proc/self/ns/net)" ]; do sleep 0.01; done
+in_c() { nsenter -t $c -n "$@"; }
+ip link add d0 type veth peer name d1 netns $c && ip link add f0 type veth peer name f1 netns $c || exit 9
+ip addr add 10.77.1.1/24 dev d0; ip addr add 10.77.2.1/24 dev f0; ip link set d0 up; ip link set f0 up
+ip addr add 10.77.8.8/32 dev lo; ip addr add 10.77.9.9/32 dev lo
+in_c ip link set lo up; in_c ip addr add 10.77.1.2/24 dev d1; in_c ip addr add 10.77.2.2/24 dev f1
+in_c ip link set d1 up; in_c ip link set f1 up
+in_c ip route add 10.77.8.8/32 via 10.77.2.1 dev f1 metric 10
+in_c ip route add 10.77.8.8/32 via 10.77.1.1 dev d1 metric 20
+in_c ip route add 10.77.9.9/32 via 10.77.1.1 dev d1 metric 10
+in_c ip route add 10.77.9.9/32 via 10.77.2.1 dev f1 metric 20
+"$rec" server --token t --once -q --data-dev d0 --feedback-dev f0 -o "$dir/srv" & s=$!
+nsenter -t $c -n python3 -c "$sniffer" "$dir/counts" & n=$!  # not in_c, a subshell: $! is the sniffer
+until [ -e "$dir/counts.ready" ] && ss -Hltn 'sport = :9474' | grep -q .; do sleep 0.01; done
+in_c "$rec" client --token t --data-dev d1 --feedback-dev f1 --feedback 10.77.9.9:9474 --duration 2 \
+  --max-rate 5mbit 10.77.8.8; st=$?
+[ $st = 0 ] || kill $s
+wait $s; kill $n; wait $n
+exit $st
+"""
+
+
+def test_record_data_and_feedback_each_on_their_own_interface(root, tools, public_tmp):
+    r = root.run(["unshare", "-n", "sh", "-c", TWO_LINKS, "sh", tools.path("tm-record"), public_tmp, SNIFFER],
+                 timeout=40)
     assert r.returncode == 0, r.stderr
-    trace = assert_valid_trace(f"{srv}.up")
+    trace = assert_valid_trace(public_tmp / "srv.up")
     assert_recorded_what_was_sent(trace, r.stderr, "up", 833)  # 5 Mbit/s for 2 s
     assert "warning: --max-rate held the sender back" in r.stderr, r.stderr
+    with open(public_tmp / "counts") as f:
+        counts = json.load(f)
+    assert counts.get("d1 udp", 0) >= len(trace) and counts.get("f1 tcp", 0) > 0, counts
+    assert "f1 udp" not in counts and "d1 tcp" not in counts, f"a socket left by the other interface: {counts}"
 
 
-def test_record_the_server_refuses_a_wrong_token(root, tools, public_tmp):
-    fb = public_tmp / "fb"
-    client = tools.delay(1, cmd=sh('exec "$@" "$TM_OUTER"', tools.path("tm-record"), "client", "--token", "wrong",
-                                   "--feedback", fb, "--duration", 1))
-    r = root.run(server_then(tools, fb, public_tmp / "srv", *client, stop=True), env={"TM_RECORD_TOKEN": TOKEN})
-    assert r.returncode == 1
-    assert "tm-record: the server refused: wrong token" in r.stderr, r.stderr
-    assert "refused a client: wrong token" in r.stderr
-    assert "server 143" in r.stdout, "the refusal ended the --once server"
+# Connects to the feedback socket argv[1] twice, as clients that do not speak tm-record's protocol: one closes
+# at once, one sends a length-delimited message that is not a Control; each reads until the server closes.
+NOT_CLIENTS = ("import socket,sys\n"
+               "for junk in (b'', bytes([3, 255, 255, 255])):\n"
+               " s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(junk); s.shutdown(socket.SHUT_WR)\n"
+               " while s.recv(4096): pass\n"
+               " s.close()")
+
+
+def test_record_refused_clients_do_not_end_a_once_server(root, tools, public_tmp):
+    fb, srv = public_tmp / "fb", public_tmp / "srv"
+    clients = tools.delay(1, cmd=sh(
+        'python3 -c "$1" "$3"; rec=$2 fb=$3; '
+        '"$rec" client --token wrong --feedback "$fb" --duration 1 "$TM_OUTER"; echo "wrong $?"; '
+        'exec "$rec" client --feedback "$fb" --duration 1 --max-rate 5mbit -q "$TM_OUTER"',
+        NOT_CLIENTS, tools.path("tm-record"), fb))
+    r = root.run(server_then(tools, fb, srv, *clients), env={"TM_RECORD_TOKEN": TOKEN}, timeout=40)
+    assert r.returncode == 0, r.stderr
+    assert "wrong 1" in r.stdout and "tm-record: the server refused: wrong token" in r.stderr, r.stdout + r.stderr
+    refusals = re.findall(r"refused a client: (.*)", r.stderr)
+    assert refusals == ["no hello: the connection was closed",
+                        "the feedback peer sent something that is not tm-record's protocol", "wrong token"], r.stderr
+    # The client after them was recorded, and then, --once, the server ended by itself.
+    assert_valid_trace(f"{srv}.up")
+    assert "server 0" in r.stdout, r.stdout
     assert not os.path.exists(fb), "the server left its socket behind"
-    assert not os.path.exists(public_tmp / "srv.up")
 
 
 def test_record_ctrl_c_keeps_a_valid_trace(root, tools, public_tmp, spawn):

@@ -145,10 +145,13 @@ def test_run_resume_shard_merge(user, experiment, public_tmp):
     r = user.run(tm_run(experiment, "-o", whole, "-q"), timeout=60)
     assert r.returncode == 0 and "6 of 6 runs already finished" not in r.stderr  # -q: quiet
 
-    # The same experiment in two shards, merged: the same runs and seeds, metrics within noise.
-    for k in (1, 2):
-        r = user.run(tm_run(experiment, "-o", public_tmp / f"shard{k}", "--shard", f"{k}/2", "-q"), timeout=120)
-        assert r.returncode == 0, r.stderr
+    # The same experiment in two shards, run at once as two nodes would, merged: the same runs and seeds,
+    # metrics within noise.
+    shards = [user.spawn(tm_run(experiment, "-o", public_tmp / f"shard{k}", "--shard", f"{k}/2", "-q"))
+              for k in (1, 2)]
+    for k, proc in zip((1, 2), shards):
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
         assert len(results(public_tmp / f"shard{k}")) == 3
     r = user.run(tm_run("merge", public_tmp / "shard1", public_tmp / "shard2", "-o", public_tmp / "merged"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -202,18 +205,43 @@ def test_dry_run_lists_runs_seeds_and_command_lines(root, experiment, public_tmp
     assert not os.path.exists(public_tmp / "dry")
 
 
-def test_parallel_runs_use_the_same_ports_in_private_namespaces(root, public_tmp):
+def most_at_once(res):
+    """The largest number of runs of RES that were running at one moment (from their start and end times)."""
+    import datetime
+
+    edges = []
+    for r in res.values():
+        edges += [(datetime.datetime.fromisoformat(r["started"]), 1), (datetime.datetime.fromisoformat(r["ended"]), -1)]
+    running = most = 0
+    for _, step in sorted(edges):  # an end sorts before a start at the same instant: touching is not overlapping
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_parallel_runs_overlap_use_the_same_ports_and_equal_a_serial_run(root, public_tmp):
     exp = write(public_tmp, "par.toml", 'name = "parallel"\nreplications = 2\n[[shell]]\nrun = "tm-delay {d}"\n'
                 '[matrix]\nd = [5, 10]\n[workload]\nkind = "reqrep"\npairs = [[1, 1]]\ncount = 20\nconnects = 2\n')
-    r = root.run(tm_run(exp, "-o", public_tmp / "par", "--jobs", "4"), timeout=60)
+    r = root.run(tm_run(exp, "-o", public_tmp / "par", "--jobs", "2"), timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "4 runs at once share this machine's CPU and disturb each other's timing" in r.stderr
-    started = sorted(json.load(open(public_tmp / "par" / "runs" / d / "result.json"))["started"]
-                     for d in os.listdir(public_tmp / "par" / "runs"))
-    assert len(started) == 4
-    for d in os.listdir(public_tmp / "par" / "runs"):
-        m = json.load(open(public_tmp / "par" / "runs" / d / "result.json"))["metrics"]
-        assert m["rtt_ms_min_1x1"] >= (10.0 if d.startswith("d=5") else 20.0)  # each its own stack's delay
+    assert "2 runs at once share this machine's CPU and disturb each other's timing" in r.stderr
+    parallel = results(public_tmp / "par")
+    # A run starts only when another has ended (the pool has two workers), and each lasts far longer than
+    # starting one: two at a time, never three.
+    spans = {n: (p["started"], p["ended"]) for n, p in parallel.items()}
+    assert len(parallel) == 4 and most_at_once(parallel) == 2, spans
+    for name, res in parallel.items():  # the reqrep servers all listened on one port, each in its own stack
+        assert res["metrics"]["rtt_ms_min_1x1"] >= (10.0 if name.startswith("d=5") else 20.0)
+    r = root.run(tm_run(exp, "-o", public_tmp / "serial", "-q"), timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    serial = results(public_tmp / "serial")
+    assert most_at_once(serial) == 1
+    key = lambda table: sorted((x["run"], x["d"], x["replication"], x["seed"], x["metric"]) for x in table)  # noqa
+    assert key(rows(public_tmp / "par")) == key(rows(public_tmp / "serial"))
+    def seeds(res, directory):  # noqa: E306 - and the command lines, less where they wrote
+        return {n: (x["seed"], x["workload_seed"], x["shell_seeds"],
+                    json.dumps(x["argv"][1:]).replace(directory, "DIR")) for n, x in res.items()}
+    assert seeds(parallel, str(public_tmp / "par")) == seeds(serial, str(public_tmp / "serial"))
 
 
 def test_bad_input_one_line_and_status_2(root, public_tmp):

@@ -154,3 +154,61 @@ def test_bulk_reports_beside_the_ready_file(tmp_path):
         bulk._report_dir = None
     assert res["metrics"]["bytes"] == 100000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["server.ready"]  # the report was read and removed
+
+
+def serve_once(tmp_path, kind):
+    """`tm-run workload KIND --server --once` in a thread on a free loopback port: (port, thread)."""
+    port = free_port()
+    ready = tmp_path / f"ready-{kind}"
+    argv = [kind, "--server", "--once", "--host", "127.0.0.1", "--port", str(port), "--ready-file", str(ready)]
+    thread = threading.Thread(target=registry.main, args=(argv,), daemon=True)
+    thread.start()
+    common.wait_ready(str(ready), 5)
+    return port, thread
+
+
+def not_a_client(port, junk):
+    """Connects, sends JUNK, says end of stream and reads until the server has closed its side (its handler
+    returned)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(junk)
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):
+            pass
+
+
+# Per kind: connections that are no client, or a client that breaks off; and a real client.
+ONCE = {
+    "bulk": ([b"", b"not json\n", b"5\n", b'{"op": "data", "token": "nobody"}\n', b'{"op": "bulk"}\n',
+              b'{"op": "bulk", "token": "t", "flows": 1, "dirs": ["down"], "sample_ms": 10, "bytes": 1}\n'],
+             lambda port: bulk.run_client(registry.validate({"kind": "bulk", "bytes": 1000}), "127.0.0.1", port, 1)),
+    "reqrep": ([b"", b"\n", b'{"op": "reqrep", "sequence": [[5, 1]]}\n1'],
+               lambda port: reqrep.run_client(registry.validate({"kind": "reqrep", "pairs": [[1, 1]], "count": 2,
+                                                                 "connects": 2}), "127.0.0.1", port, 1)),
+    "web": ([b"", web.HEADER.pack(3, 0), web.HEADER.pack(20, 5) + b"short"],
+            lambda port: web.run_client(registry.validate({"kind": "web", "seconds": 0.2, "session_interval": 0.05,
+                                                           "think_median": 0.01}), "127.0.0.1", port, 1)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ONCE))
+def test_a_once_server_ends_after_one_whole_client_and_not_before(tmp_path, kind):
+    port, thread = serve_once(tmp_path, kind)
+    junk, client = ONCE[kind]
+    try:
+        for j in junk:
+            not_a_client(port, j)
+        time.sleep(0.3)  # a server ending after one of them would be gone by now (it polls every 0.1 s)
+        assert thread.is_alive(), "a connection that was no client ended the --once server"
+        client(port)  # a client's several connections (set-up probes, data flows) are one client
+    finally:
+        bulk._report_dir = None
+    thread.join(5)
+    assert not thread.is_alive(), "the --once server outlived its client"
+
+
+def test_once_is_for_servers_that_know_their_client():
+    with pytest.raises(registry.UsageError, match="--once: the command workload's server is your command"):
+        registry.main(["command", "--server", "--once", "--param", "server=true"])
+    with pytest.raises(registry.UsageError, match="--once is an option of --server"):
+        registry.main(["reqrep", "--client", "--once"])

@@ -207,8 +207,8 @@ def summary_markdown(manifest, results, failed, per, pooled, violations):
 
 def write_manifest_runs(directory, manifest, results, failed):
     manifest["runs"] = [{k: r.get(k) for k in ("run", "config", "values", "replication", "seed", "workload_seed",
-                                               "shell_seeds", "argv", "server", "traces", "started", "wall_s",
-                                               "exit_status")} | {"status": "finished"} for r in results]
+                                               "shell_seeds", "argv", "server", "traces", "started", "ended",
+                                               "wall_s", "exit_status")} | {"status": "finished"} for r in results]
     manifest["runs"] += [{"run": r["run"], "seed": r.get("seed"), "argv": r.get("argv"), "status": "failed",
                           "error": r.get("error")} for r in failed]
     traces = {}

@@ -32,7 +32,8 @@ GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a run is stopped
 
 
 def now_iso():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    """UTC, to the microsecond: runs run in parallel (--jobs) can be told apart and their overlap seen."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
 
 
 def write_json(path, obj):
@@ -156,7 +157,7 @@ class Runner:
             log.write(f"# tm-run {VERSION}: {shlex.join(self.argv)}\n# run {run.id}, seed {run.seed}, "
                       f"workload seed {plan.workload_seed}\n# {shlex.join(plan.argv)}\n")
         status = self._spawn(run, plan, rundir)
-        wall = time.monotonic() - wall0
+        wall, ended = time.monotonic() - wall0, now_iso()
         error = self._failure(status, rundir)
         client = None if error else self._client_result(rundir)
         if client is None and not error:
@@ -165,7 +166,7 @@ class Runner:
                   "replication": run.replication, "seed": run.seed, "workload_seed": plan.workload_seed,
                   "shell_seeds": {str(level.index): level.seed for level in plan.levels if level.seed is not None},
                   "argv": plan.argv, "server": plan.server, "traces": plan.traces,
-                  "version": VERSION, "started": started, "wall_s": wall, "exit_status": status}
+                  "version": VERSION, "started": started, "ended": ended, "wall_s": wall, "exit_status": status}
         if error:
             result["error"] = error
             write_json(os.path.join(rundir, "failed.json"), result)

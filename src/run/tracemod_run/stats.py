@@ -1,10 +1,10 @@
 """Statistics of replication sets, comparisons and goodness of fit, in plain Python (no SciPy on the target).
 
 Percentiles interpolate linearly between order statistics (NumPy's default). Confidence intervals of the mean
-use Student's t. Mann-Whitney U is exact for small samples without ties and otherwise the normal approximation
-with tie and continuity corrections (as SciPy's mannwhitneyu). Noble's criterion (Noble et al., SIGCOMM '97):
-two conditions are indistinguishable when the difference of their means is less than the sum of their standard
-deviations. KS tests compare samples with a model's CDF, including its left limits where it jumps.
+use Student's t. Mann-Whitney U is exact for small samples, with or without ties (the permutation distribution of
+the average ranks), and otherwise the normal approximation with tie and continuity corrections (as SciPy's).
+Noble's criterion (Noble et al., SIGCOMM '97): two conditions are indistinguishable when the difference of their
+means is less than the sum of their standard deviations. KS tests compare samples with a model's CDF, including its left limits where it jumps.
 """
 import math
 from functools import lru_cache
@@ -121,10 +121,10 @@ def noble_indistinguishable(a, b):
 
 
 def _ranks(values):
-    """Average ranks (1-based) and the sizes of tied groups."""
+    """Average ranks (1-based) and the tied groups as (size, doubled average rank), in order."""
     order = sorted(range(len(values)), key=lambda i: values[i])
     ranks = [0.0] * len(values)
-    ties = []
+    groups = []
     i = 0
     while i < len(order):
         j = i
@@ -132,48 +132,57 @@ def _ranks(values):
             j += 1
         for k in range(i, j + 1):
             ranks[order[k]] = (i + j) / 2.0 + 1
-        ties.append(j - i + 1)
+        groups.append((j - i + 1, i + j + 2))  # positions i+1..j+1: twice their mean is a whole number
         i = j + 1
-    return ranks, ties
+    return ranks, groups
 
 
-@lru_cache(maxsize=64)
-def _u_counts(n1, n2):
-    """Number of arrangements giving each U, for samples of N1 and N2 without ties."""
-    # f(i, j) over u: f(i,j)[u] = f(i-1,j)[u-j] + f(i,j-1)[u]
-    prev = [[1] for _ in range(n2 + 1)]  # i = 0
-    for i in range(1, n1 + 1):
-        cur = [[1]]
-        for j in range(1, n2 + 1):
-            a, b = prev[j], cur[j - 1]
-            size = i * j + 1
-            row = [0] * size
-            for u, c in enumerate(a):
-                row[u + j] += c
-            for u, c in enumerate(b):
-                row[u] += c
-            cur.append(row)
-        prev = cur
-    return tuple(prev[n2])
+EXACT_MAX = 40  # pooled sizes up to this get the exact distribution; C(40, 20) counts fit in 64 bits
+
+
+@lru_cache(maxsize=256)
+def _rank_sum_counts(n1, groups):
+    """How many of the C(N, N1) ways to take N1 of the pooled values give each doubled rank sum, the tied
+    GROUPS ((size, doubled rank) as _ranks gives them) taking their average rank: the exact permutation
+    distribution, with or without ties. Returned as {doubled rank sum: count}."""
+    import numpy as np
+
+    top = sum(t * r for t, r in groups)
+    counts = np.zeros((n1 + 1, top + 1), dtype=np.int64)  # [taken][doubled sum]
+    counts[0, 0] = 1
+    for size, rank in groups:
+        new = counts.copy()  # taking none of the group
+        for j in range(1, min(size, n1) + 1):  # taking j of its SIZE values: C(size, j) ways, each adding j*rank
+            new[j:, j * rank:] += math.comb(size, j) * counts[: n1 + 1 - j, : top + 1 - j * rank]
+        counts = new
+    return {s: int(c) for s, c in enumerate(counts[n1]) if c}
+
+
+def _exact_p(n1, n2, groups, u1):
+    """Two-sided p of U1: the chance, over every split of the pooled values, of a U at least as far from its
+    mean n1 n2 / 2 (ties make the distribution lopsided, so both tails are counted, not twice one)."""
+    offset = n1 * (n1 + 1)  # 2U = doubled rank sum - n1 (n1 + 1)
+    far = abs(2 * u1 - n1 * n2)
+    counts = _rank_sum_counts(n1, groups)
+    # Doubled, U's distances are whole numbers: the margin only absorbs rounding in U1's float sum.
+    hit = sum(c for s, c in counts.items() if abs(s - offset - n1 * n2) >= far - 1e-6)
+    return min(1.0, hit / math.comb(n1 + n2, n1))
 
 
 def mann_whitney_u(a, b):
-    """(U of A, two-sided p-value) of the Mann-Whitney U test of A against B."""
+    """(U of A, two-sided p-value) of the Mann-Whitney U test of A against B: the exact permutation
+    distribution for pooled samples up to EXACT_MAX (ties or not), else the normal approximation with tie and
+    continuity corrections."""
     n1, n2 = len(a), len(b)
     if n1 == 0 or n2 == 0:
         raise ValueError("Mann-Whitney U needs two non-empty samples")
-    ranks, ties = _ranks(list(a) + list(b))
+    ranks, groups = _ranks(list(a) + list(b))
     u1 = math.fsum(ranks[:n1]) - n1 * (n1 + 1) / 2.0
-    if all(t == 1 for t in ties) and n1 + n2 <= 40:
-        counts = _u_counts(n1, n2)
-        total = math.comb(n1 + n2, n1)
-        k = int(round(u1))
-        low = sum(counts[: k + 1]) / total
-        high = sum(counts[k:]) / total
-        return u1, min(1.0, 2 * min(low, high))
     n = n1 + n2
+    if n <= EXACT_MAX:
+        return u1, _exact_p(n1, n2, tuple(groups), u1)
     mu = n1 * n2 / 2.0
-    tie_term = math.fsum(t ** 3 - t for t in ties) / (n * (n - 1))
+    tie_term = math.fsum(t ** 3 - t for t, _ in groups) / (n * (n - 1))
     sigma = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term))
     if sigma == 0:
         return u1, 1.0

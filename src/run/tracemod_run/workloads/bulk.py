@@ -7,7 +7,7 @@ Protocol: a control connection carries one JSON line each way to set up ({"op": 
 then one per data connection ({"op": "data", "token", "flow", "dir"}) opens it; when the client's ends are done
 it sends {"op": "done"} and the server answers with its ends' reports: on the control connection, or, for a
 server given --ready-file (tm-run's), in a file beside it ({"report_file": path}), so that a slow emulated link
-does not carry them after the measurement."""
+does not carry them after the measurement. A client is served whole once its report is sent (--once)."""
 import json
 import os
 import threading
@@ -69,12 +69,12 @@ def handle(sock):
     if hello is None:
         return
     if hello.get("op") in ("bulk", "maxrate"):
-        _control(sock, reader, hello)
-    elif hello.get("op") == "data":
+        return _control(sock, reader, hello)
+    if hello.get("op") == "data":
         with _lock:
             session = _sessions.get(hello.get("token"))
         if session is None:
-            return
+            return False
         end = _end(session.spec, sock, hello["dir"], sender_side=hello["dir"] == "down")
         with session.cond:
             session.ends.append((hello["flow"], hello["dir"], end))
@@ -92,7 +92,7 @@ def _control(sock, reader, spec):
         common.send_json(sock, {"ok": True})
         done = common.recv_json(reader)
         if not done or done.get("op") != "done":
-            return
+            return False
         expected = spec["flows"] * len(spec["dirs"])
         with session.cond:  # every end has connected (the client's are done) and finished
             session.cond.wait_for(lambda: len(session.ends) == expected and all(
@@ -104,6 +104,7 @@ def _control(sock, reader, spec):
             common.send_json(sock, {"report_file": path})
         else:
             common.send_json(sock, {"ends": reports})
+        return True
     finally:
         with _lock:
             _sessions.pop(spec["token"], None)
@@ -116,7 +117,7 @@ def _finished(end):
 def serve(params, port, host=None, ready_file=None, once=False):
     global _report_dir
     _report_dir = os.path.dirname(os.path.abspath(ready_file)) if ready_file else None
-    common.serve(handle, port, host, ready_file, once=False)
+    common.serve(handle, port, host, ready_file, once)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -146,6 +146,8 @@ def listening(port):
 def serve(params, port, host=None, ready_file=None, once=False):
     if not params.get("server"):
         raise common.UsageError("--server needs --param server='COMMAND'")
+    if once:
+        raise common.UsageError("--once: the command workload's server is your command, which decides when it ends")
     proc = subprocess.Popen(["sh", "-c", params["server"]], start_new_session=True)
 
     def stop(*_):

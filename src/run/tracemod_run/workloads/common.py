@@ -158,16 +158,20 @@ def listen_addresses(host):
 
 def serve(handler, port, host=None, ready_file=None, once=False):
     """Serves HANDLER(sock) on PORT (every address by default) until SIGTERM or SIGINT; writes READY_FILE
-    once listening. With ONCE, returns after the first connection's handler returns."""
+    once listening. HANDLER returns True when its connection completed a client's whole workload (a client may
+    use several connections: data flows, connection set-up probes); with ONCE, the server returns after the
+    first such client. A connection that fails or breaks the protocol is reported in one line and does not
+    count: a port scan or a refused client does not end a --once server."""
     class Handler(socketserver.BaseRequestHandler):
         def handle(self):
             try:
-                handler(self.request)
-            except (OSError, RunError) as e:
-                print(f"tm-run workload server: {e}", file=sys.stderr)
-            finally:
-                if once:
-                    threading.Thread(target=self.server.shutdown, daemon=True).start()
+                whole = handler(self.request)
+            except Exception as e:  # noqa: BLE001 - whatever a client sends, the server goes on
+                print(f"tm-run workload server: a client from {self.client_address[0]}: {_reason(e)}",
+                      file=sys.stderr)
+                whole = False
+            if once and whole is True:
+                threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     server = None
     for address in listen_addresses(host):
@@ -195,6 +199,14 @@ def serve(handler, port, host=None, ready_file=None, once=False):
         server.serve_forever(poll_interval=0.1)
     finally:
         server.server_close()
+
+
+def _reason(error):
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    if isinstance(error, (OSError, RunError)):
+        return str(error)
+    return f"broke the protocol ({type(error).__name__}: {error})"
 
 
 def positive(value, what):

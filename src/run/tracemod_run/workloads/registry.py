@@ -105,7 +105,8 @@ def main(argv):
     p.add_argument("--seed", type=int, default=0, help="seed of the workload's random choices")
     p.add_argument("--output", help="client: write the JSON result to this file instead of a summary")
     p.add_argument("--ready-file", help="server: create this file once listening; client: wait for it")
-    p.add_argument("--once", action="store_true", help="server: exit after the first client")
+    p.add_argument("--once", action="store_true", help="server: exit once it has served one client whole (a "
+                                                       "refused or broken client does not count)")
     p.add_argument("--chdir", help="client: the directory to run in (the command workload's files land there)")
     args = p.parse_args(argv)
     if args.chdir:
@@ -120,6 +121,8 @@ def main(argv):
             raise UsageError(f"invalid --param '{item}': KEY=VALUE")
         params[key] = _param_value(value)
     mod = module(args.kind)
+    if args.once and not args.server:
+        raise UsageError("--once is an option of --server")
     if args.server:  # a server takes what each client asks for
         port = args.port or params.get("port") or mod.DEFAULT_PORT
         mod.serve(params, port, host=args.host, ready_file=args.ready_file, once=args.once)

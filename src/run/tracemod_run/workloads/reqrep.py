@@ -4,7 +4,8 @@ outlier_factor times the pair's median); and the time to set up a connection (co
 measured over `connects` fresh connections. The pairs' exchanges are interleaved in a seeded random order, so
 drift in the path touches every pair alike. Both ends set TCP_NODELAY.
 
-Protocol: {"op": "reqrep", "sequence": [[q, r]...]} then, per exchange, q bytes up and r bytes down."""
+Protocol: {"op": "reqrep", "sequence": [[q, r]...]} then, per exchange, q bytes up and r bytes down. A client
+is served whole when its sequence is (--once); its set-up probes, connections that send nothing, are not."""
 import random
 
 from . import common
@@ -43,13 +44,14 @@ def handle(sock):
     reader = sock.makefile("rb")
     hello = common.recv_json(reader)
     if not hello or hello.get("op") != "reqrep":
-        return  # a connection set-up probe
+        return False  # a connection set-up probe
     common.send_json(sock, {"ok": True})
     buf = bytearray(1 << 16)
     for q, r in hello["sequence"]:
         if not _read(reader, q, buf):
-            return
+            return False
         common.send_count(sock, r)
+    return True
 
 
 def _read(reader, n, buf):
@@ -63,7 +65,7 @@ def _read(reader, n, buf):
 
 
 def serve(params, port, host=None, ready_file=None, once=False):
-    common.serve(handle, port, host, ready_file, once=False)
+    common.serve(handle, port, host, ready_file, once)
 
 
 def label(pair):

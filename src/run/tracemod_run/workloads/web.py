@@ -14,7 +14,8 @@ per-page time: first request sent to the last byte of the page.
 
 Every random draw of a session comes from its own generator, seeded from the run's seed and the session's
 number, so the sizes and counts do not depend on timing. Requests carry an 8-byte header (request and reply
-sizes), so a request is at least 8 bytes."""
+sizes), so a request is at least 8 bytes; a header of two zeros, sent on a connection of its own after the last
+page, is the client's goodbye: it tells a --once server that its client is done."""
 import math
 import random
 import struct
@@ -181,6 +182,8 @@ def handle(sock):
         if len(head) < HEADER.size:
             return
         qlen, rlen = HEADER.unpack(head)
+        if qlen < HEADER.size:  # not a request: the goodbye, or a client that does not speak this protocol
+            return (qlen, rlen) == (0, 0)
         rest = qlen - HEADER.size
         if rest and len(reader.read(rest)) < rest:
             return
@@ -188,7 +191,7 @@ def handle(sock):
 
 
 def serve(params, port, host=None, ready_file=None, once=False):
-    common.serve(handle, port, host, ready_file, once=False)
+    common.serve(handle, port, host, ready_file, once)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -284,6 +287,15 @@ def _session(model, params, host, port, seed, number, end_at, rec):
             sock.close()
 
 
+def goodbye(host, port):
+    """Tells the server the client is done (after every measurement: it costs a connection set-up)."""
+    sock, _ = common.connect(host, port)
+    try:
+        sock.sendall(HEADER.pack(0, 0))
+    finally:
+        sock.close()
+
+
 def run_client(params, host, port, seed):
     from .. import stats
 
@@ -315,6 +327,7 @@ def run_client(params, host, port, seed):
         t.join(max(0.0, drain_until - common.now()))
     if errors:
         raise errors[0]
+    goodbye(host, port)
     with rec.lock:
         metrics = {"sessions": number, "pages": rec.pages, "files": len(rec.file_ms), "unfinished_files": rec.unfinished}
         for name, values in (("file_ms", rec.file_ms), ("page_ms", rec.page_ms)):
