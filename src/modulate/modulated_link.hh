@@ -29,7 +29,7 @@ struct LinkConfig {
   uint64_t seed = 0;
   std::shared_ptr<ModulateLog> log;  // null: no log
   bool shared = false;               // both lanes use it (for the log and -v)
-  uint64_t memory_limit = 256ull << 20;
+  uint64_t memory_limit = kQueueMemoryLimit;
 };
 
 class ModulatedLink : public LaneServer {

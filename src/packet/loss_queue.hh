@@ -30,13 +30,9 @@ struct ChannelEffects {
 
 class LossQueue : public PacketQueue {
  public:
-  // Packets an ARQ link holds back never take more buffer memory than this (256 MiB, as a delay line's);
-  // arrivals beyond it are dropped.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
-
   LossQueue(std::unique_ptr<LossModel> model, BufferPool& pool);
   LossQueue(std::unique_ptr<LossModel> model, const ChannelEffects& effects, BufferPool& pool,
-            uint64_t memory_limit = kMemoryLimit);
+            uint64_t memory_limit = kQueueMemoryLimit);  // what an ARQ link may hold back
   // Independent loss with probability LOSS_RATE.
   LossQueue(double loss_rate, RandomStream random, BufferPool& pool);
   void enqueue(Packet&& p, Nanos now) override;

@@ -80,7 +80,7 @@ OnOffQueue::OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, co
     : schedule_(std::move(schedule)), mode_(mode), limits_(hold), pool_(pool) {}
 
 bool OnOffQueue::fits(uint64_t segments, uint64_t ip_bytes, uint64_t buffer_bytes) const {
-  return stats_.queued_bytes + buffer_bytes <= kMemoryLimit &&
+  return stats_.queued_bytes + buffer_bytes <= kQueueMemoryLimit &&
          (limits_.packets == 0 || stats_.queued_packets + segments <= limits_.packets) &&
          (limits_.bytes == 0 || queued_ip_bytes_ + ip_bytes <= limits_.bytes);
 }

@@ -86,8 +86,6 @@ class OnOffQueue : public PacketQueue {
   // The schedule moves only up to times no arrival can precede any more (the ferry stamps arrivals at most 1 s
   // late): advancing it while idle spreads its work without judging a late-read packet by a later state.
   static constexpr Nanos kArrivalSlack = 1000 * kMillisecond;
-  // Whatever the limits, the buffers held never exceed this, as in every queue here.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
   bool fits(uint64_t segments, uint64_t ip_bytes, uint64_t buffer_bytes) const;
   void queue(Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release);
   void hold(Packet&& p, uint32_t segments, Nanos release, Nanos now);

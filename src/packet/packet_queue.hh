@@ -10,6 +10,10 @@
 
 namespace tracemod {
 
+// Whatever its own limits, one direction's queue never holds more packet buffers than this: "infinite" means
+// "never drops by policy", not "may exhaust memory". Arrivals beyond it are dropped.
+constexpr uint64_t kQueueMemoryLimit = 256ull << 20;
+
 // Counted in wire packets (a GSO frame counts as its segments), so that
 // in_packets == out_packets + dropped_packets + queued_packets always holds.
 struct QueueStats {

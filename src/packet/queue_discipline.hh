@@ -10,9 +10,11 @@
 #include <string>
 
 #include "packet/packet.hh"
+#include "packet/packet_queue.hh"
 #include "packet/random.hh"
 #include "packet/ring.hh"
 #include "util/clock.hh"
+#include "util/parse.hh"
 
 namespace tracemod {
 
@@ -32,17 +34,15 @@ class DropSink {
   virtual void dropped(QueuedPacket&& p, Nanos now) = 0;
 };
 
-// Limits of droptail/drophead (and of codel and pie, as in Mahimahi); 0 means no limit of that kind.
-// Packets are wire packets, bytes IP bytes.
-struct QueueLimits {
-  uint64_t packets = 0, bytes = 0;
-};
+// Limits of droptail/drophead (and of codel and pie, as in Mahimahi, of tm-onoff's hold queue and of
+// tm-modulate's bottleneck); 0 means no limit of that kind. Packets are wire packets, bytes IP bytes. The same
+// pair as a schedule's queue=7pkts,150000B gives.
+using QueueLimits = QueueSize;
 
 class QueueDiscipline {
  public:
-  // Whatever the policy, the buffers held never exceed this (256 MiB): "infinite" means "never drops by
-  // policy", not "may exhaust memory". Arrivals beyond it are dropped.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
+  // Whatever the policy, the buffers held never exceed this (see kQueueMemoryLimit).
+  static constexpr uint64_t kMemoryLimit = kQueueMemoryLimit;
 
   explicit QueueDiscipline(uint64_t memory_limit = kMemoryLimit) : memory_limit_(memory_limit) {}
   virtual ~QueueDiscipline() = default;
