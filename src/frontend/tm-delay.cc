@@ -32,6 +32,16 @@ struct Jitter {
   bool reorder = false;
 };
 
+// A correlation of 100% would tie every sample to the first for good (netem's too: its samples stop moving), so a
+// "jitter" that never varies: refused.
+double read_correlation(const std::string& option, const std::string& text) {
+  const double rho = parse_probability(option, text);
+  if (rho >= 1)
+    throw UsageError("invalid " + option + " '" + text +
+                     "': must be below 100% (at 100% every sample would repeat the first one for good)");
+  return rho;
+}
+
 Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
   const std::string jitter = direction_option(vm, dir, "jitter"), dist = direction_option(vm, dir, "distribution");
   const std::string corr = direction_option(vm, dir, "correlation"), reorder = direction_option(vm, dir, "reorder");
@@ -50,7 +60,7 @@ Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
   j.distribution =
       std::make_shared<const Distribution>(jitter_distribution(dist.empty() ? "--distribution" : dist, name, ns));
   j.ms = ms > 0 ? ms : j.distribution->stddev() / 1e6;
-  if (!corr.empty()) j.correlation = parse_probability(corr, value_of(vm, corr));
+  if (!corr.empty()) j.correlation = read_correlation(corr, value_of(vm, corr));
   j.reorder = !reorder.empty();
   return j;
 }

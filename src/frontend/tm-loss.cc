@@ -41,8 +41,14 @@ Direction read_direction(const po::variables_map& vm, const std::string& dir, in
   const std::string option = option_text(vm, "direction") == dir ? dir + " loss rate" : "--" + dir + "-loss";
   d.model =
       make_loss_model(option, spec.empty() ? "0" : spec, RandomStream(seed, stream_id(index, StreamPurpose::kLoss)));
-  if (vm.count(dir + "-error-mode"))
-    d.effects.error = parse_error_mode("--" + dir + "-error-mode", option_text(vm, dir + "-error-mode"));
+  if (vm.count(dir + "-error-mode")) {
+    const std::string mode = "--" + dir + "-error-mode";
+    d.effects.error = parse_error_mode(mode, option_text(vm, dir + "-error-mode"));
+    // An error mode says what a hit costs; without a model nothing is ever hit, so it would be silently idle.
+    if (spec.empty())
+      throw UsageError(mode + " needs a loss model for the " + dir + " (--" + dir + "-loss MODEL, or " + dir +
+                       " MODEL): without one no packet is ever hit");
+  }
   if (vm.count(dir + "-duplicate"))
     d.effects.duplicate = parse_probability("--" + dir + "-duplicate", option_text(vm, dir + "-duplicate"));
   d.effects.seed = seed;

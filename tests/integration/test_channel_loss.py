@@ -162,6 +162,13 @@ def test_corrupt_tcp_segments_are_caught_and_retransmitted(root, tools):
     (["--uplink-loss", "0.1", "--uplink-error-mode", "retry"], "invalid --uplink-error-mode 'retry'"),
     (["--uplink-loss", "0.1", "--uplink-error-mode", "arq:delay=5"], "arq needs delay=MS and retries=N"),
     (["--uplink-loss", "0.1", "--downlink-duplicate", "2"], "invalid --downlink-duplicate '2'"),
+    (["--uplink-loss", "gilbert:p=0.1,r=0"], "gilbert: r=0 with p above 0 means the first burst never ends"),
+    (["--uplink-loss", "markov4:p13=0.2,p31=0"], "markov4: p31=0 with p13 above 0"),
+    (["--uplink-error-mode", "corrupt"], "--uplink-error-mode needs a loss model for the uplink"),
+    (["--downlink-error-mode", "arq:delay=5,retries=3", "uplink", "0.1"],
+     "--downlink-error-mode needs a loss model for the downlink"),
+    (["--downlink-duplicate", "0.1", "--downlink-error-mode", "corrupt"],
+     "--downlink-error-mode needs a loss model for the downlink"),
 ])
 def test_bad_models_exit_2_naming_them(root, tools, args, needle):
     r = root.run(tools.loss(*args, cmd=["true"]))
