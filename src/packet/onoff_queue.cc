@@ -15,17 +15,19 @@ namespace tracemod {
 
 RandomOnOff::RandomOnOff(Distribution on, Distribution off, RandomStream random, Nanos start)
     : on_(std::move(on)), off_(std::move(off)), random_(random) {
-  ends_ = start + draw(on_);
+  ends_ = saturating_add(start, draw(on_));
 }
 
+// A heavy tail (pareto with a shape near 1) can draw more nanoseconds than an int64 holds: such a state lasts for
+// good rather than wrapping into the past.
 Nanos RandomOnOff::draw(const Distribution& d) {
-  return static_cast<Nanos>(std::ceil(std::max(0.0, d.quantile(random_.open_uniform()))));
+  return ceil_nanos(std::max(0.0, d.quantile(random_.open_uniform())));
 }
 
 bool RandomOnOff::on_at(Nanos t) {
   while (ends_ <= t) {
     is_on_ = !is_on_;
-    ends_ += draw(is_on_ ? on_ : off_);
+    ends_ = saturating_add(ends_, draw(is_on_ ? on_ : off_));
   }
   return is_on_;
 }

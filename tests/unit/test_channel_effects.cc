@@ -1,6 +1,7 @@
 // Error modes (drop, corrupt, arq) and duplication, alone and through LossQueue, with a fake clock.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -101,6 +102,31 @@ TEST(ArqLink, NoRetriesIsDrop) {
   EXPECT_EQ(link.transmit(0, true, model, 100), kNever);
   EXPECT_EQ(link.retransmissions(), 0u);
   EXPECT_TRUE(model.asked.empty());
+}
+
+// Each packet given up keeps the link busy for 1001 hours: after some 2,600 of them the link's clock would pass
+// what an int64 holds. It saturates at kNever instead: nothing after is delivered, and no time wraps into the past.
+TEST(ArqLink, ALinkBusyBeyondInt64SaturatesInsteadOfWrapping) {
+  IidLoss always(1, RandomStream(1, 0));
+  ArqLink link(3600 * 1000 * kMs, 1000);
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ(link.transmit(i, true, always, 100), kNever) << i;
+  Script clean({});
+  EXPECT_EQ(link.transmit(3000, false, clean, 100), kNever);
+  EXPECT_EQ(link.pass(3001), kNever);
+}
+
+TEST(Clock, SaturatingArithmetic) {
+  EXPECT_EQ(saturating_add(5, 7), 12);
+  EXPECT_EQ(saturating_add(kNever - 3, 3), kNever);
+  EXPECT_EQ(saturating_add(kNever - 3, 4), kNever);
+  EXPECT_EQ(saturating_add(kNever, 1000), kNever);
+  EXPECT_EQ(ceil_nanos(0), 0);
+  EXPECT_EQ(ceil_nanos(1.25), 2);
+  EXPECT_EQ(ceil_nanos(3), 3);
+  EXPECT_EQ(ceil_nanos(1e30), kNever);
+  EXPECT_EQ(ceil_nanos(0x1p63), kNever);
+  EXPECT_EQ(ceil_nanos(std::nan("")), kNever);
+  EXPECT_EQ(ceil_nanos(0x1p62), Nanos{1} << 62);
 }
 
 // A packet being retried holds back those behind it: they leave in order, none before it.

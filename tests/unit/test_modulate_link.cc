@@ -194,6 +194,17 @@ TEST(ModulateLink, AFullQueueDropsTheArrival) {
   EXPECT_EQ(k.run(0, 100 * kMs), (std::vector<Nanos>{8 * kMs, 16 * kMs}));
 }
 
+// At 1 bit/s during 1 ns of every 999 hours, a 100-byte packet would leave after some 10^27 ns, past what an
+// int64 holds: it is refused at once, as by a full queue, and no time wraps.
+TEST(ModulateLink, APacketThatCouldNotLeaveForCenturiesIsRefused) {
+  Link k("1ns rate=1bit\n999h off=hold\n");
+  k.arrive(0, 100, 0, 1);
+  k.arrive(0, 100, 5 * kMs, 2);
+  EXPECT_EQ(k.run(0, 10 * kMs), std::vector<Nanos>{});
+  EXPECT_EQ(k.drops[0].seen, (std::vector<std::pair<uint16_t, Nanos>>{{1, 0}, {2, 5 * kMs}}));
+  EXPECT_TRUE(Conserved(k.up->stats()));
+}
+
 // Departures per lane when each lane sends N 1000-byte packets, all at time 0, in alternation.
 std::array<std::vector<Nanos>, 2> saturate(Link& k, const std::vector<int>& lanes, int n) {
   for (int i = 0; i < n; ++i)
