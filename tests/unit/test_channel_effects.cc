@@ -148,6 +148,29 @@ TEST(LossQueueArq, InOrderWithHeadOfLineBlocking) {
   EXPECT_EQ(q.summary(), "script, arq:delay=2,retries=3: 1 hit, 2 retransmissions");
 }
 
+// ARP and neighbour discovery are not the emulated link's: they leave at their arrival, not behind a packet the
+// link layer is retrying.
+TEST(LossQueueArq, LinkControlFramesDoNotWaitForRetries) {
+  BufferPool pool;
+  LossQueue q(std::make_unique<Script>(std::vector<bool>{true, true, true}),
+              effects(ErrorMode::Kind::kArq, 0, 2 * kMs, 3), pool);
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08, arp[13] = 0x06;
+  q.enqueue(udp4(pool, 64, 0, 1), 0);  // fails three times: leaves at 6 ms
+  q.enqueue(fake::make_packet(pool, arp, virtio_net_hdr{}, kMs), kMs);
+  q.enqueue(udp4(pool, 64, 2 * kMs, 2), 2 * kMs);  // waits behind packet 1
+  EXPECT_EQ(q.next_event(), kMs);
+  CollectSink out;
+  q.dequeue_ready(kMs, out);
+  ASSERT_EQ(out.got.size(), 1u);
+  EXPECT_EQ(out.got[0].frame()[13], 0x06);
+  q.dequeue_ready(6 * kMs, out);
+  ASSERT_EQ(out.got.size(), 3u);
+  EXPECT_EQ(ip_id_of(out.got[1]), 1);
+  EXPECT_EQ(ip_id_of(out.got[2]), 2);
+  EXPECT_TRUE(Conserved(q.stats()));
+}
+
 // An ARQ link that keeps failing holds packets back; their memory is bounded like a delay line's.
 TEST(LossQueueArq, MemoryLimitDropsArrivalsBehindAStuckLink) {
   BufferPool pool;
