@@ -63,6 +63,9 @@ class QueueDiscipline {
   uint64_t memory() const { return memory_; }          // buffer bytes held
   uint64_t marks() const { return marks_; }            // wire packets marked CE instead of dropped
   uint64_t unmarkable() const { return unmarkable_; }  // picked to be marked, but not ECN-capable: dropped
+  // Picked with ECN on, but dropped whatever their ECN field because the policy's probability was above its
+  // marking threshold (PIE's 10%, RFC 8033 5.1).
+  uint64_t over_threshold() const { return over_threshold_; }
 
  protected:
   void push(QueuedPacket&& p);
@@ -75,10 +78,11 @@ class QueueDiscipline {
   // Marks P CE if it is ECN-capable (a GSO frame once, for all its packets) and counts it; false, leaving it as
   // it was, if it is not: the policy then drops it.
   bool mark(QueuedPacket& p);
+  void count_over_threshold(const QueuedPacket& p) { over_threshold_ += p.segments; }
 
  private:
   Ring<QueuedPacket> queue_;
-  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0;
+  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0, over_threshold_ = 0;
   uint64_t memory_limit_;
 };
 
