@@ -68,7 +68,7 @@ def test_icmp_echoes_through_a_shell_with_kernel_time_stamps(who, tools, public_
 # answered after the outage still has its own kernel send time, and its round trip is the link's.
 def test_transmit_time_stamps_stay_with_their_echoes_after_failed_sends(who, tools, public_tmp):
     raw = os.path.join(public_tmp, "f.raw")
-    script = (f'"$@" --interval 0.1s --duration 2s -o {raw} "$TM_BASE" & p=$!; sleep 0.6; '
+    script = (f'"$@" --interval 0.1s --duration 1.6s --timeout 0.5s -o {raw} "$TM_BASE" & p=$!; sleep 0.6; '
               'tc qdisc add dev tm0 root pfifo limit 0 && sleep 0.35 && tc qdisc del dev tm0 root && wait $p')
 
     def check():
