@@ -13,21 +13,15 @@ namespace {
 
 using namespace tracemod;
 
-constexpr uint64_t kQueueMemory = 256ull << 20;  // per direction; see man/tm-delay.1
-
 std::string ms_text(double ms) {
   std::ostringstream s;
   s << ms;
   return s.str();
 }
 
-std::string get(const po::variables_map& vm, const std::string& name) {
-  return vm.count(name) ? vm[name].as<std::string>() : std::string();
-}
-
-// The option that sets KEY for DIR: --DIR-KEY if given, else --KEY (both directions); empty if neither.
-std::string pick(const po::variables_map& vm, const std::string& dir, const std::string& key) {
-  return vm.count(dir + "-" + key) ? "--" + dir + "-" + key : vm.count(key) ? "--" + key : "";
+// The text of the option direction_option() named ("--uplink-jitter").
+std::string value_of(const po::variables_map& vm, const std::string& option) {
+  return option_text(vm, option.substr(2));
 }
 
 // One direction's jitter; no distribution means none.
@@ -38,10 +32,20 @@ struct Jitter {
   bool reorder = false;
 };
 
+// A correlation of 100% would tie every sample to the first for good (netem's too: its samples stop moving), so a
+// "jitter" that never varies: refused.
+double read_correlation(const std::string& option, const std::string& text) {
+  const double rho = parse_probability(option, text);
+  if (rho >= 1)
+    throw UsageError("invalid " + option + " '" + text +
+                     "': must be below 100% (at 100% every sample would repeat the first one for good)");
+  return rho;
+}
+
 Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
-  const std::string jitter = pick(vm, dir, "jitter"), dist = pick(vm, dir, "distribution");
-  const std::string corr = pick(vm, dir, "correlation"), reorder = pick(vm, dir, "reorder");
-  const std::string name = dist.empty() ? "uniform" : get(vm, dist.substr(2));
+  const std::string jitter = direction_option(vm, dir, "jitter"), dist = direction_option(vm, dir, "distribution");
+  const std::string corr = direction_option(vm, dir, "correlation"), reorder = direction_option(vm, dir, "reorder");
+  const std::string name = dist.empty() ? "uniform" : value_of(vm, dist);
   const bool named = name == "uniform" || name == "normal" || name == "pareto" || name == "paretonormal";
   Jitter j;
   if (jitter.empty() && (named || dist.empty())) {  // a FILE of samples brings its own spread
@@ -50,13 +54,13 @@ Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
       if (o.rfind("--" + dir, 0) == 0) throw UsageError(o + " needs --" + dir + "-jitter MS (or --jitter)");
     return j;
   }
-  const double ms = jitter.empty() ? 0 : parse_milliseconds(jitter, get(vm, jitter.substr(2)));
+  const double ms = jitter.empty() ? 0 : parse_milliseconds(jitter, value_of(vm, jitter));
   if (!jitter.empty() && ms == 0) return j;  // --jitter 0: a plain delay line
   const Nanos ns = static_cast<Nanos>(std::ceil(ms * 1e6));
   j.distribution =
       std::make_shared<const Distribution>(jitter_distribution(dist.empty() ? "--distribution" : dist, name, ns));
   j.ms = ms > 0 ? ms : j.distribution->stddev() / 1e6;
-  if (!corr.empty()) j.correlation = parse_probability(corr, get(vm, corr.substr(2)));
+  if (!corr.empty()) j.correlation = read_correlation(corr, value_of(vm, corr));
   j.reorder = !reorder.empty();
   return j;
 }
@@ -67,7 +71,8 @@ std::string tag(double ms, const Jitter& j) {
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
-  const std::string both = get(vm, "delay"), up_text = get(vm, "uplink-delay"), down_text = get(vm, "downlink-delay");
+  const std::string both = option_text(vm, "delay"), up_text = option_text(vm, "uplink-delay"),
+                    down_text = option_text(vm, "downlink-delay");
   if (both.empty() && (up_text.empty() || down_text.empty()))
     throw UsageError(both.empty() && up_text.empty() && down_text.empty()
                          ? "missing delay: give MS, or both --uplink-delay and --downlink-delay"
@@ -81,30 +86,16 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
       if (vm.count(o)) throw UsageError(std::string("--") + o + " needs --jitter MS");
   const std::string up_tag = tag(up, jitter[0]), down_tag = tag(down, jitter[1]);
   shell.prompt_tag = up_tag == down_tag ? "[delay " + up_tag + "]" : "[delay up " + up_tag + " down " + down_tag + "]";
-  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const uint64_t seed = read_seed(vm);
   if (jitter[0].distribution || jitter[1].distribution) shell.log_lines.push_back("seed " + std::to_string(seed));
   // Rounded up to whole nanoseconds: never shorter than asked.
   const std::array<Nanos, 2> delay{static_cast<Nanos>(std::ceil(up * 1e6)), static_cast<Nanos>(std::ceil(down * 1e6))};
   return [=](Ferry::Direction d, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
     const Jitter& j = jitter[d];
-    if (!j.distribution) return std::make_unique<DelayQueue>(delay[d], kQueueMemory);
+    if (!j.distribution) return std::make_unique<DelayQueue>(delay[d], kQueueMemoryLimit);
     Sampler sampler(*j.distribution, j.correlation, RandomStream(seed, stream_id(d, StreamPurpose::kJitter)));
-    return std::make_unique<JitterQueue>(delay[d], std::move(sampler), j.reorder, pool, kQueueMemory);
+    return std::make_unique<JitterQueue>(delay[d], std::move(sampler), j.reorder, pool, kQueueMemoryLimit);
   };
-}
-
-// --KEY, --uplink-KEY and --downlink-KEY.
-void add_per_direction(po::options_description& options, const std::string& key, const char* value_name,
-                       const std::string& help) {
-  for (const std::string& dir : {std::string(), std::string("uplink-"), std::string("downlink-")}) {
-    const std::string what = dir.empty()        ? help + ", both directions"
-                             : dir == "uplink-" ? "the same, outward only"
-                                                : "the same, toward the command only";
-    if (value_name)
-      options.add_options()((dir + key).c_str(), po::value<std::string>()->value_name(value_name), what.c_str());
-    else
-      options.add_options()((dir + key).c_str(), what.c_str());
-  }
 }
 
 }  // namespace
@@ -116,16 +107,15 @@ int main(int argc, char** argv) {
   tool.summary =
       "Run COMMAND (default: your $SHELL) behind a link that delays every packet by MS milliseconds\n"
       "in each direction (fractions allowed, e.g. 0.25), optionally with jitter.";
-  tool.options.add_options()                                                                          //
-      ("delay", po::value<std::string>()->value_name("MS"), "one-way delay in ms, both directions")   //
-      ("uplink-delay", po::value<std::string>()->value_name("MS"), "delay from the command outward")  //
-      ("downlink-delay", po::value<std::string>()->value_name("MS"), "delay toward the command");
+  tool.options.add_options()                                                //
+      ("delay", text_value("MS"), "one-way delay in ms, both directions")   //
+      ("uplink-delay", text_value("MS"), "delay from the command outward")  //
+      ("downlink-delay", text_value("MS"), "delay toward the command");
   add_per_direction(tool.options, "jitter", "MS", "jitter: half-width (uniform) or standard deviation");
   add_per_direction(tool.options, "distribution", "D", "uniform (default), normal, pareto, paretonormal or FILE");
   add_per_direction(tool.options, "correlation", "PCT", "correlation of successive jitter samples (e.g. 25%)");
   add_per_direction(tool.options, "reorder", nullptr, "let jitter reorder packets (netem's behaviour)");
-  tool.options.add_options()("seed", po::value<std::string>()->value_name("N"),
-                             "seed of the jitter (default: random; -v shows it)");
+  tool.options.add_options()("seed", text_value("N"), "seed of the jitter (default: random; -v shows it)");
   tool.positional.add("delay", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

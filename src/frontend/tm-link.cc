@@ -23,10 +23,6 @@ struct Direction {
   std::shared_ptr<LinkLog> log;
 };
 
-std::string get(const po::variables_map& vm, const std::string& key) {
-  return vm.count(key) ? vm[key].as<std::string>() : std::string();
-}
-
 LinkLog::Format log_format(const std::string& text) {
   if (text == "tracemod") return LinkLog::Format::kTracemod;
   if (text == "mahimahi") return LinkLog::Format::kMahimahi;
@@ -37,7 +33,7 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
                          LinkLog::Format format) {
   Direction d;
   d.name = name;
-  const std::string path = get(vm, name + "-trace"), rate = get(vm, name + "-rate");
+  const std::string path = option_text(vm, name + "-trace"), rate = option_text(vm, name + "-rate");
   if (path.empty() == rate.empty())
     throw UsageError(path.empty() ? "missing " + name + ": give a trace file or --" + name + "-rate"
                                   : name + ": give a trace file ('" + path + "') or --" + name +
@@ -47,9 +43,10 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
   else
     d.rate = parse_rate("--" + name + "-rate", d.source = rate);
   const std::string queue = vm[name + "-queue"].as<std::string>();
-  d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, get(vm, name + "-queue-args"),
+  d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, option_text(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
-  if (const std::string log = get(vm, name + "-log"); !log.empty()) d.log = std::make_shared<LinkLog>(log, format);
+  if (const std::string log = option_text(vm, name + "-log"); !log.empty())
+    d.log = std::make_shared<LinkLog>(log, format);
   return d;
 }
 
@@ -83,8 +80,8 @@ void check_shared_medium(const po::variables_map& vm) {
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
-  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
-  const LinkLog::Format format = log_format(get(vm, "log-format"));
+  const uint64_t seed = read_seed(vm);
+  const LinkLog::Format format = log_format(option_text(vm, "log-format"));
   const bool shared = vm.count("shared-medium") > 0;
   if (shared) check_shared_medium(vm);
   auto dirs = std::make_shared<std::array<Direction, 2>>();
@@ -129,26 +126,25 @@ int main(int argc, char** argv) {
   tool.summary =
       "Run COMMAND (default: your $SHELL) behind a link whose capacity follows a Mahimahi delivery\n"
       "trace (or a constant rate) in each direction.";
-  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  tool.options.add_options()                                                                                 //
-      ("uplink-trace", text("FILE"), "delivery trace from the command outward")                              //
-      ("downlink-trace", text("FILE"), "delivery trace toward the command")                                  //
-      ("uplink-rate", text("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")                 //
-      ("downlink-rate", text("RATE"), "constant downlink rate instead of a trace")                           //
-      ("uplink-queue", text("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie|red")  //
-      ("downlink-queue", text("NAME")->default_value("infinite"), "the same, toward the command")            //
-      ("uplink-queue-args", text("ARGS"),
+  tool.options.add_options()                                                                                       //
+      ("uplink-trace", text_value("FILE"), "delivery trace from the command outward")                              //
+      ("downlink-trace", text_value("FILE"), "delivery trace toward the command")                                  //
+      ("uplink-rate", text_value("RATE"), "constant uplink rate instead of a trace (e.g. 12mbit)")                 //
+      ("downlink-rate", text_value("RATE"), "constant downlink rate instead of a trace")                           //
+      ("uplink-queue", text_value("NAME")->default_value("infinite"), "infinite|droptail|drophead|codel|pie|red")  //
+      ("downlink-queue", text_value("NAME")->default_value("infinite"), "the same, toward the command")            //
+      ("uplink-queue-args", text_value("ARGS"),
        "e.g. packets=100 or bytes=150000; codel target=,interval=; pie "
-       "qdelay_ref=,max_burst=; red min=,max=; ecn=1")                                                          //
-      ("downlink-queue-args", text("ARGS"), "the same, toward the command")                                     //
-      ("uplink-log", text("FILE"), "write the uplink's Mahimahi-format log to FILE")                            //
-      ("downlink-log", text("FILE"), "write the downlink's log to FILE")                                        //
-      ("log-format", text("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
-      ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                 //
+       "qdelay_ref=,max_burst=; red min=,max=; ecn=1")                                                                //
+      ("downlink-queue-args", text_value("ARGS"), "the same, toward the command")                                     //
+      ("uplink-log", text_value("FILE"), "write the uplink's Mahimahi-format log to FILE")                            //
+      ("downlink-log", text_value("FILE"), "write the downlink's log to FILE")                                        //
+      ("log-format", text_value("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
+      ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                       //
       ("shared-medium",
        "one link (UPLINK-TRACE or --uplink-rate, and the uplink's queue and log) carries both directions in one "
        "queue, as a half-duplex radio does")  //
-      ("seed", text("N"), "seed of the queues' random drops (PIE)");
+      ("seed", text_value("N"), "seed of the queues' random drops (PIE)");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

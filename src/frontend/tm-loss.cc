@@ -12,10 +12,6 @@ namespace {
 
 using namespace tracemod;
 
-std::string get(const po::variables_map& vm, const std::string& name) {
-  return vm.count(name) ? vm[name].as<std::string>() : std::string();
-}
-
 std::string number(double v) {
   std::ostringstream s;
   s << v;
@@ -31,7 +27,8 @@ struct Direction {
 
 // The model of DIR: the Mahimahi form ("uplink RATE") or --DIR-loss, not both.
 std::string model_spec(const po::variables_map& vm, const std::string& dir) {
-  const std::string positional = get(vm, "direction"), rate = get(vm, "rate"), option = get(vm, dir + "-loss");
+  const std::string positional = option_text(vm, "direction"), rate = option_text(vm, "rate"),
+                    option = option_text(vm, dir + "-loss");
   if (positional != dir) return option;
   if (rate.empty()) throw UsageError("missing loss rate after '" + dir + "'");
   if (!option.empty()) throw UsageError("the " + dir + " loss rate is given twice");
@@ -41,13 +38,19 @@ std::string model_spec(const po::variables_map& vm, const std::string& dir) {
 Direction read_direction(const po::variables_map& vm, const std::string& dir, int index, uint64_t seed) {
   Direction d;
   const std::string spec = model_spec(vm, dir);
-  const std::string option = get(vm, "direction") == dir ? dir + " loss rate" : "--" + dir + "-loss";
+  const std::string option = option_text(vm, "direction") == dir ? dir + " loss rate" : "--" + dir + "-loss";
   d.model =
       make_loss_model(option, spec.empty() ? "0" : spec, RandomStream(seed, stream_id(index, StreamPurpose::kLoss)));
-  if (vm.count(dir + "-error-mode"))
-    d.effects.error = parse_error_mode("--" + dir + "-error-mode", get(vm, dir + "-error-mode"));
+  if (vm.count(dir + "-error-mode")) {
+    const std::string mode = "--" + dir + "-error-mode";
+    d.effects.error = parse_error_mode(mode, option_text(vm, dir + "-error-mode"));
+    // An error mode says what a hit costs; without a model nothing is ever hit, so it would be silently idle.
+    if (spec.empty())
+      throw UsageError(mode + " needs a loss model for the " + dir + " (--" + dir + "-loss MODEL, or " + dir +
+                       " MODEL): without one no packet is ever hit");
+  }
   if (vm.count(dir + "-duplicate"))
-    d.effects.duplicate = parse_probability("--" + dir + "-duplicate", get(vm, dir + "-duplicate"));
+    d.effects.duplicate = parse_probability("--" + dir + "-duplicate", option_text(vm, dir + "-duplicate"));
   d.effects.seed = seed;
   d.effects.direction = index;
   d.given = !spec.empty() || vm.count(dir + "-duplicate");
@@ -64,10 +67,10 @@ std::string tag(const Direction& d) {
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
-  const std::string positional = get(vm, "direction");
+  const std::string positional = option_text(vm, "direction");
   if (!positional.empty() && positional != "uplink" && positional != "downlink")
     throw UsageError("invalid direction '" + positional + "': expected uplink or downlink");
-  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const uint64_t seed = read_seed(vm);
   auto dirs = std::make_shared<std::array<Direction, 2>>();
   (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", Ferry::kUplink, seed);
   (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", Ferry::kDownlink, seed);
@@ -99,17 +102,14 @@ int main(int argc, char** argv) {
       "Run COMMAND (default: your $SHELL) behind a link that loses packets at random in each direction.\n"
       "MODEL: a probability (0.01 or 1%), gilbert:p=P,r=R[,h=H][,k=K], markov4:p13=P[,p31=,p32=,p23=,p14=],\n"
       "or ber:B (see man tm-loss).";
-  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  tool.options.add_options()                                                                                   //
-      ("direction", text("DIR"), "uplink or downlink (Mahimahi form, with MODEL)")                             //
-      ("rate", text("MODEL"), "loss model for that direction")                                                 //
-      ("uplink-loss", text("MODEL"), "loss model outward")                                                     //
-      ("downlink-loss", text("MODEL"), "loss model toward the command")                                        //
-      ("uplink-error-mode", text("MODE"), "what a hit packet meets: drop, corrupt or arq:delay=MS,retries=N")  //
-      ("downlink-error-mode", text("MODE"), "the same, toward the command")                                    //
-      ("uplink-duplicate", text("P"), "probability of an extra copy of a delivered packet")                    //
-      ("downlink-duplicate", text("P"), "the same, toward the command")                                        //
-      ("seed", text("N"), "seed of every random choice (default: random; -v shows it)");
+  tool.options.add_options()                                                              //
+      ("direction", text_value("DIR"), "uplink or downlink (Mahimahi form, with MODEL)")  //
+      ("rate", text_value("MODEL"), "loss model for that direction");
+  add_per_direction(tool.options, "loss", "MODEL", "loss model", false);
+  add_per_direction(tool.options, "error-mode", "MODE",
+                    "what a hit packet meets: drop, corrupt or arq:delay=MS,retries=N", false);
+  add_per_direction(tool.options, "duplicate", "P", "probability of an extra copy of a delivered packet", false);
+  tool.options.add_options()("seed", text_value("N"), "seed of every random choice (default: random; -v shows it)");
   tool.positional.add("direction", 1).add("rate", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

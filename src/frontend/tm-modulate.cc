@@ -20,13 +20,10 @@ std::shared_ptr<const Schedule> load(const std::string& name) {
   return std::make_shared<const Schedule>(Schedule::load(DeliveryTrace::find(name)));
 }
 
-std::string get(const po::variables_map& vm, const std::string& key) {
-  return vm.count(key) ? vm[key].as<std::string>() : std::string();
-}
-
 // The schedule of each direction (the same one for both unless --uplink and --downlink are given).
 std::array<std::shared_ptr<const Schedule>, 2> read_schedules(const po::variables_map& vm) {
-  const std::string both = get(vm, "schedule"), up = get(vm, "uplink"), down = get(vm, "downlink");
+  const std::string both = option_text(vm, "schedule"), up = option_text(vm, "uplink"),
+                    down = option_text(vm, "downlink");
   if (!both.empty() && (!up.empty() || !down.empty()))
     throw UsageError(
         "give one SCHEDULE for both directions, or --uplink and --downlink, not both (a command goes "
@@ -57,10 +54,10 @@ std::vector<std::string> log_header(const std::array<std::shared_ptr<const Sched
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const auto schedules = read_schedules(vm);
-  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const uint64_t seed = read_seed(vm);
   const bool shared = vm.count("shared-medium") > 0, once = vm.count("once") > 0;
   std::shared_ptr<ModulateLog> log;
-  if (const std::string path = get(vm, "log"); !path.empty()) log = std::make_shared<ModulateLog>(path);
+  if (const std::string path = option_text(vm, "log"); !path.empty()) log = std::make_shared<ModulateLog>(path);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = shared ? "[modulate shared]" : "[modulate]";
   auto start = std::make_shared<Nanos>(0);  // both directions start their schedules at the same instant
@@ -90,15 +87,14 @@ int main(int argc, char** argv) {
   tool.summary =
       "Run COMMAND (default: your $SHELL) behind a link whose latency, bottleneck rate, residual per-byte\n"
       "cost, loss, queue limit and outages follow a schedule of states (see man tm-modulate).";
-  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
-  tool.options.add_options()                                                                           //
-      ("schedule", text("FILE"), "the schedule both directions follow")                                //
-      ("uplink", text("FILE"), "the uplink's schedule (from the command outward), with --downlink")    //
-      ("downlink", text("FILE"), "the downlink's schedule (toward the command)")                       //
-      ("shared-medium", "both directions share one bottleneck queue, in arrival order (half-duplex)")  //
-      ("once", "stop at the end of the schedule instead of looping (the command is then stopped)")     //
-      ("log", text("FILE"), "write the state changes and every packet's times to FILE")                //
-      ("seed", text("N"), "seed of the random losses (default: random; -v shows it)");
+  tool.options.add_options()                                                                               //
+      ("schedule", text_value("FILE"), "the schedule both directions follow")                              //
+      ("uplink", text_value("FILE"), "the uplink's schedule (from the command outward), with --downlink")  //
+      ("downlink", text_value("FILE"), "the downlink's schedule (toward the command)")                     //
+      ("shared-medium", "both directions share one bottleneck queue, in arrival order (half-duplex)")      //
+      ("once", "stop at the end of the schedule instead of looping (the command is then stopped)")         //
+      ("log", text_value("FILE"), "write the state changes and every packet's times to FILE")              //
+      ("seed", text_value("N"), "seed of the random losses (default: random; -v shows it)");
   tool.positional.add("schedule", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

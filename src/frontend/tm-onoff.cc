@@ -15,10 +15,6 @@ using namespace tracemod;
 constexpr Nanos kSecond = 1000 * kMillisecond;
 constexpr Nanos kMinCycle = 100 * 1000;  // mean on + mean off: transitions are simulated one by one
 
-std::string get(const po::variables_map& vm, const std::string& name) {
-  return vm.count(name) ? vm[name].as<std::string>() : std::string();
-}
-
 // One direction's schedule as the command line gives it: random, from a file, or none (always on).
 struct Direction {
   std::shared_ptr<const Distribution> on, off;
@@ -34,24 +30,24 @@ void check_cycle(const std::string& dir, const Direction& d) {
 
 Direction read_direction(const po::variables_map& vm, const std::string& dir) {
   Direction d;
-  const bool mahimahi = get(vm, "direction") == dir;
+  const bool mahimahi = option_text(vm, "direction") == dir;
   const std::string on = "--" + dir + "-on", off = "--" + dir + "-off";
-  const std::string schedule = vm.count(dir + "-schedule") ? dir + "-schedule" : vm.count("schedule") ? "schedule" : "";
+  const std::string schedule = direction_option(vm, dir, "schedule");
   const int forms = mahimahi + (vm.count(dir + "-on") || vm.count(dir + "-off")) + !schedule.empty();
   if (forms > 1) throw UsageError(dir + ": give one of MEAN_ON MEAN_OFF, " + on + "/" + off + ", or a schedule file");
   if (mahimahi) {
     if (!vm.count("mean-on") || !vm.count("mean-off"))
       throw UsageError("missing mean on and off times after '" + dir + "' (seconds, e.g. " + dir + " 10 1)");
-    const Nanos mean_on = parse_duration("mean on time", get(vm, "mean-on"), kSecond);
-    const Nanos mean_off = parse_duration("mean off time", get(vm, "mean-off"), kSecond);
+    const Nanos mean_on = parse_duration("mean on time", option_text(vm, "mean-on"), kSecond);
+    const Nanos mean_off = parse_duration("mean off time", option_text(vm, "mean-off"), kSecond);
     d.on = std::make_shared<const Distribution>(Distribution::exponential(static_cast<double>(mean_on)));
     d.off = std::make_shared<const Distribution>(Distribution::exponential(static_cast<double>(mean_off)));
   } else if (vm.count(dir + "-on") || vm.count(dir + "-off")) {
     if (!vm.count(dir + "-on") || !vm.count(dir + "-off")) throw UsageError(on + " and " + off + " go together");
-    d.on = std::make_shared<const Distribution>(parse_distribution(on, get(vm, dir + "-on"), kSecond));
-    d.off = std::make_shared<const Distribution>(parse_distribution(off, get(vm, dir + "-off"), kSecond));
+    d.on = std::make_shared<const Distribution>(parse_distribution(on, option_text(vm, dir + "-on"), kSecond));
+    d.off = std::make_shared<const Distribution>(parse_distribution(off, option_text(vm, dir + "-off"), kSecond));
   } else if (!schedule.empty()) {
-    d.source = get(vm, schedule);
+    d.source = option_text(vm, schedule.substr(2));
     d.events = std::make_shared<const std::vector<FileOnOff::Event>>(FileOnOff::load(d.source));
   }
   if (d.on) check_cycle(dir, d);
@@ -60,15 +56,11 @@ Direction read_direction(const po::variables_map& vm, const std::string& dir) {
 
 // A count option (--hold-packets), a whole number; 0 means no limit of that kind.
 uint64_t read_count(const po::variables_map& vm, const std::string& name) {
-  const std::string text = get(vm, name);
-  const double v = parse_number("--" + name, text, 0, 1e12, "a whole number");
-  if (v != static_cast<double>(static_cast<uint64_t>(v)))
-    throw UsageError("invalid --" + name + " '" + text + "': expected a whole number from 0 to 1e+12");
-  return static_cast<uint64_t>(v);
+  return parse_whole_number("--" + name, option_text(vm, name), 0, 1000000000000, "a whole number");
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
-  const std::string positional = get(vm, "direction");
+  const std::string positional = option_text(vm, "direction");
   if (!positional.empty() && positional != "uplink" && positional != "downlink")
     throw UsageError("invalid direction '" + positional + "': expected uplink or downlink");
   auto dirs = std::make_shared<std::array<Direction, 2>>();
@@ -78,11 +70,11 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
     throw UsageError(
         "missing on and off times: give uplink|downlink MEAN_ON MEAN_OFF, --uplink-on/--uplink-off, "
         "or --schedule FILE");
-  const std::string mode = get(vm, "off-mode");
+  const std::string mode = option_text(vm, "off-mode");
   if (mode != "drop" && mode != "hold") throw UsageError("invalid --off-mode '" + mode + "': expected drop or hold");
   const OnOffQueue::OffMode off_mode = mode == "hold" ? OnOffQueue::OffMode::kHold : OnOffQueue::OffMode::kDrop;
   const QueueLimits hold{read_count(vm, "hold-packets"), read_count(vm, "hold-bytes")};
-  const uint64_t seed = vm.count("seed") ? parse_seed(get(vm, "seed")) : random_seed();
+  const uint64_t seed = read_seed(vm);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = std::string("[onoff") + ((*dirs)[0].given() ? " up" : "") + ((*dirs)[1].given() ? " down" : "") +
                      (off_mode == OnOffQueue::OffMode::kHold ? " hold]" : "]");
@@ -112,22 +104,20 @@ int main(int argc, char** argv) {
   tool.summary =
       "Run COMMAND (default: your $SHELL) behind a link that goes off and on: exponential on and off\n"
       "times with the given means in seconds (Mahimahi's mm-onoff), other distributions, or a schedule.";
-  auto text = [](const char* value_name) { return po::value<std::string>()->value_name(value_name); };
+  tool.options.add_options()                                                  //
+      ("direction", text_value("DIR"), "uplink or downlink (Mahimahi form)")  //
+      ("mean-on", text_value("S"), "mean on time, seconds (exponential)")     //
+      ("mean-off", text_value("S"), "mean off time, seconds (exponential)");
+  add_per_direction(tool.options, "on", "D",
+                    "on times: exp:MEAN, uniform:A:B, const:X, normal:MEAN:SD, pareto:MEAN:SHAPE", false);
+  add_per_direction(tool.options, "off", "D", "off times, the same forms", false);
+  add_per_direction(tool.options, "schedule", "FILE", "follow FILE: lines 'TIME off' and 'TIME on'");
   tool.options.add_options()                                                                                          //
-      ("direction", text("DIR"), "uplink or downlink (Mahimahi form)")                                                //
-      ("mean-on", text("S"), "mean on time, seconds (exponential)")                                                   //
-      ("mean-off", text("S"), "mean off time, seconds (exponential)")                                                 //
-      ("uplink-on", text("D"), "uplink on times: exp:MEAN, uniform:A:B, const:X, normal:MEAN:SD, pareto:MEAN:SHAPE")  //
-      ("uplink-off", text("D"), "uplink off times, the same forms")                                                   //
-      ("downlink-on", text("D"), "downlink on times")                                                                 //
-      ("downlink-off", text("D"), "downlink off times")                                                               //
-      ("schedule", text("FILE"), "both directions follow FILE: lines 'TIME off' and 'TIME on'")                       //
-      ("uplink-schedule", text("FILE"), "the uplink follows FILE")                                                    //
-      ("downlink-schedule", text("FILE"), "the downlink follows FILE")                                                //
-      ("off-mode", text("MODE")->default_value("drop"), "drop (Mahimahi) or hold packets while off")                  //
-      ("hold-packets", text("N")->default_value("1000"), "hold at most N packets per direction (0: no limit)")        //
-      ("hold-bytes", text("N")->default_value("1500000"), "hold at most N IP bytes per direction (0: no limit)")      //
-      ("seed", text("N"), "seed of the on and off times (default: random; -v shows it)");
+      ("off-mode", text_value("MODE")->default_value("drop"), "drop (Mahimahi) or hold packets while off")            //
+      ("hold-packets", text_value("N")->default_value("1000"), "hold at most N packets per direction (0: no limit)")  //
+      ("hold-bytes", text_value("N")->default_value("1500000"),
+       "hold at most N IP bytes per direction (0: no limit)")  //
+      ("seed", text_value("N"), "seed of the on and off times (default: random; -v shows it)");
   tool.positional.add("direction", 1).add("mean-on", 1).add("mean-off", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <utility>
 
 #include "config.h"
+#include "packet/random.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 
@@ -135,6 +137,36 @@ int usage_error(const Tool& tool, const std::string& message) {
 }
 
 }  // namespace
+
+po::typed_value<std::string>* text_value(const char* value_name) {
+  return po::value<std::string>()->value_name(value_name);
+}
+
+std::string option_text(const po::variables_map& vm, const std::string& name) {
+  return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+uint64_t read_seed(const po::variables_map& vm) {
+  return vm.count("seed") ? parse_seed(option_text(vm, "seed")) : random_seed();
+}
+
+std::string direction_option(const po::variables_map& vm, const std::string& dir, const std::string& key) {
+  return vm.count(dir + "-" + key) ? "--" + dir + "-" + key : vm.count(key) ? "--" + key : "";
+}
+
+void add_per_direction(po::options_description& options, const std::string& key, const char* value_name,
+                       const std::string& help, bool both) {
+  const std::string up = both ? "the same, outward only" : help + ", outward";
+  const std::string down = both ? "the same, toward the command only" : "the same, toward the command";
+  for (const auto& [name, what] : {std::pair{key, help + ", both directions"}, std::pair{"uplink-" + key, up},
+                                   std::pair{"downlink-" + key, down}}) {
+    if (name == key && !both) continue;
+    if (value_name)
+      options.add_options()(name.c_str(), text_value(value_name), what.c_str());
+    else
+      options.add_options()(name.c_str(), what.c_str());
+  }
+}
 
 int run_tool(int argc, char** argv, Tool& tool) {
   add_common(tool);

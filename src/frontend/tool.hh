@@ -28,4 +28,20 @@ struct Tool {
 // 1 when the shell cannot be set up.
 int run_tool(int argc, char** argv, Tool& tool);
 
+// What the tools' configure functions share.
+
+// An option that takes text, called VALUE_NAME in --help.
+po::typed_value<std::string>* text_value(const char* value_name);
+// The text given for option NAME, or "" if it was not given.
+std::string option_text(const po::variables_map& vm, const std::string& name);
+// --seed N if given (a UsageError if bad), else a random seed: every random choice of a shell derives from it.
+uint64_t read_seed(const po::variables_map& vm);
+// The option that sets KEY for direction DIR ("uplink"): "--DIR-KEY" if given, else "--KEY" (both directions)
+// if given, else "".
+std::string direction_option(const po::variables_map& vm, const std::string& dir, const std::string& key);
+// Declares --uplink-KEY and --downlink-KEY, and with BOTH also --KEY for both directions; each takes text called
+// VALUE_NAME in --help, or nothing if VALUE_NAME is null (a flag). HELP says what the option sets.
+void add_per_direction(po::options_description& options, const std::string& key, const char* value_name,
+                       const std::string& help, bool both = true);
+
 }  // namespace tracemod

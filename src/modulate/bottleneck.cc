@@ -4,6 +4,14 @@
 #include <cmath>
 
 namespace tracemod::modulate {
+namespace {
+
+// About 146 years of CLOCK_MONOTONIC. A packet that would not leave the bottleneck before it (a rate of bits per
+// second behind long outages) is refused as by a full queue: the times of those behind it would otherwise pass
+// what an int64 holds. Every time computed below stays under it, plus at most a period and a packet's service.
+constexpr Nanos kHorizon = kNever / 2;
+
+}  // namespace
 
 bool Bottleneck::full(const State& s, uint64_t bytes, uint32_t segments) const {
   return (s.queue.packets && waiting_packets_ + segments > s.queue.packets) ||
@@ -25,9 +33,10 @@ Service Bottleneck::serve(Nanos arrival, uint64_t bytes, uint32_t segments) {
   } else {
     const Nanos free = free_;
     sv = pass(std::max(arrival, free_), bytes);
+    const bool never = sv.fate == Service::kServed && sv.end == kNever;  // beyond the horizon
     const bool waits = sv.fate == Service::kServed ? sv.start > arrival : sv.dropped > arrival;
-    if (!waits) return sv;
-    if (!full(timeline_.state(now.state), bytes, segments)) {
+    if (!waits && !never) return sv;
+    if (!never && !full(timeline_.state(now.state), bytes, segments)) {
       if (sv.fate == Service::kServed) {
         waiting_.push_back({sv.start, bytes, segments});
         waiting_bytes_ += bytes;
@@ -43,7 +52,8 @@ Service Bottleneck::serve(Nanos arrival, uint64_t bytes, uint32_t segments) {
   return sv;
 }
 
-// Serves BYTES from FROM on, state by state.
+// Serves BYTES from FROM on, state by state. A service that would end beyond the horizon ends at kNever, and
+// leaves free_ as it was.
 Service Bottleneck::pass(Nanos from, uint64_t bytes) {
   const Schedule& schedule = timeline_.schedule();
   Service sv;
@@ -51,6 +61,10 @@ Service Bottleneck::pass(Nanos from, uint64_t bytes) {
   double left = static_cast<double>(bytes);
   Nanos t = from;
   for (size_t walked = 0;; ++walked) {
+    if (t >= kHorizon) {
+      sv.end = kNever;
+      return sv;
+    }
     const Timeline::Segment seg = timeline_.at(t);
     if (seg.state == Timeline::kNone) {  // the schedule, played once, ended first: nothing leaves any more
       sv.fate = Service::kEnded;
@@ -66,6 +80,10 @@ Service Bottleneck::pass(Nanos from, uint64_t bytes) {
     if (walked > schedule.states().size() && !schedule.drops_in_outages() && !timeline_.once()) {
       // A whole period has passed without finishing it: skip the periods it surely still needs.
       const double periods = std::floor(left / schedule.bytes_per_period()) - 1;
+      if (periods >= 1 && static_cast<double>(t) + periods * static_cast<double>(schedule.period()) >= kHorizon) {
+        t = kHorizon;
+        continue;
+      }
       if (periods >= 1) {
         t += static_cast<Nanos>(periods) * schedule.period();
         left -= periods * schedule.bytes_per_period();

@@ -72,6 +72,10 @@ void ModulatedLink::arrive(int lane, Packet&& p, Nanos now) {
   advance(arrival);
   const SegmentShape shape = segment_shape(p);
   lanes_[lane].queue->counters().in_packets += shape.count;
+  // Frames that exist only because the emulation's link is Ethernet: an outage that holds must not hold them
+  // (the kernel would give up resolving its neighbour and drop what is held), nor a slow bottleneck spend
+  // itself on the kernel's neighbour discovery.
+  if (is_link_control(p)) return hold(lanes_[lane].control, lane, std::move(p), shape.count, arrival);
   if (shape.count > 1 && !whole(p, arrival)) {
     uint32_t i = 0;
     const bool split =
@@ -90,10 +94,9 @@ void ModulatedLink::hold(Ring<Held>& ring, int lane, Packet&& p, uint32_t segmen
   ring.push_back(Held{std::move(p), segments});
 }
 
-// Whether the packet, served as SV, is lost after the bottleneck. Frames that exist only because the link is
-// Ethernet (ARP, neighbour discovery) draw nothing, so a seed reproduces the experiment's drops.
-bool ModulatedLink::hit(int lane, const Packet& p, uint64_t bytes, const Service& sv) {
-  if (lossless_[sv.state] || is_link_control(p)) return false;
+// Whether the packet, served as SV, is lost after the bottleneck.
+bool ModulatedLink::hit(int lane, uint64_t bytes, const Service& sv) {
+  if (lossless_[sv.state]) return false;
   LaneState& l = lanes_[lane];
   if (l.loss_state_begin != sv.state_begin) {
     l.loss = make_loss_model("loss", timeline_.state(sv.state).loss, loss_stream(config_.seed, lane, timeline_, sv));
@@ -115,7 +118,7 @@ void ModulatedLink::admit(int lane, Packet&& p, Nanos arrival, uint32_t segments
     if (config_.log) config_.log->dropped(passage, sv.dropped, why[sv.fate]);
     return hold(sv.dropped == arrival ? l.refused : l.lost, lane, std::move(p), segments, sv.dropped);
   }
-  if (hit(lane, p, bytes, sv)) {
+  if (hit(lane, bytes, sv)) {
     if (config_.log) config_.log->lost(passage, sv.start, sv.end);
     return hold(l.lost, lane, std::move(p), segments, sv.end);
   }
@@ -128,15 +131,11 @@ void ModulatedLink::admit(int lane, Packet&& p, Nanos arrival, uint32_t segments
 
 // Tells the lane's observer of the drops due by NOW, in time order.
 void ModulatedLink::report_drops(LaneState& l, Nanos now) {
-  for (;;) {
-    Ring<Held>* ring = &l.refused;
-    if (ring->empty() || (!l.lost.empty() && l.lost.front().packet.release < ring->front().packet.release))
-      ring = &l.lost;
-    if (ring->empty() || ring->front().packet.release > now) return;
-    Held h = ring->pop_front();
+  send_due_in_order(l.refused, l.lost, now, release_of, [&](Ring<Held>& ring) {
+    Held h = ring.pop_front();
     release_memory(l, h);
     l.queue->count_drop(h.packet, h.segments, h.packet.release);
-  }
+  });
 }
 
 void ModulatedLink::release_memory(LaneState& l, const Held& h) {
@@ -151,22 +150,21 @@ void ModulatedLink::dequeue_ready(int lane, Nanos now, PacketSink& out) {
   advance(now);
   LaneState& l = lanes_[lane];
   report_drops(l, now);
-  while (!l.leaving.empty() && l.leaving.front().packet.release <= now) {
-    Held h = l.leaving.pop_front();
-    release_memory(l, h);
-    l.queue->counters().out_packets += h.segments;
-    l.lateness.add(now - h.packet.release);
-    out.send(std::move(h.packet));
-  }
+  send_due_in_order(l.leaving, l.control, now, release_of, [&](Ring<Held>& ring) { send(l, ring, now, out); });
+}
+
+void ModulatedLink::send(LaneState& l, Ring<Held>& ring, Nanos now, PacketSink& out) {
+  Held h = ring.pop_front();
+  release_memory(l, h);
+  l.queue->counters().out_packets += h.segments;
+  if (&ring == &l.leaving) l.lateness.add(now - h.packet.release);
+  out.send(std::move(h.packet));
 }
 
 Nanos ModulatedLink::next_event(int lane) const {
   if (!merge_.empty()) return merge_.earliest();  // already due: the arrivals wait to be served
   const LaneState& l = lanes_[lane];
-  Nanos next = kNever;
-  if (!l.leaving.empty()) next = l.leaving.front().packet.release;
-  for (const Ring<Held>* r : {&l.refused, &l.lost})
-    if (!r->empty()) next = std::min(next, r->front().packet.release);
+  Nanos next = std::min(first_release(l.leaving, l.control, release_of), first_release(l.refused, l.lost, release_of));
   if (timeline_.once() && clock_ < timeline_.end()) next = std::min(next, timeline_.end());
   if (config_.log) next = std::min(next, next_state_);  // so the log shows each state change when it happens
   return next;

@@ -6,6 +6,8 @@
 // It is the LaneServer of one direction (its own link) or of both (--shared-medium: one bottleneck queue, in
 // arrival order, for the packets of both). Every packet's fate is known on arrival (see Bottleneck); the
 // packet is then held until it leaves, or until the instant it is lost, when PacketQueue::drop reports it.
+// Link-control frames (ARP, neighbour discovery) are not the modulated link's traffic: they leave as they
+// come, whatever the state, take no part in the bottleneck and are not logged (docs/ARCHITECTURE.md).
 #pragma once
 
 #include <memory>
@@ -29,7 +31,7 @@ struct LinkConfig {
   uint64_t seed = 0;
   std::shared_ptr<ModulateLog> log;  // null: no log
   bool shared = false;               // both lanes use it (for the log and -v)
-  uint64_t memory_limit = 256ull << 20;
+  uint64_t memory_limit = kQueueMemoryLimit;
 };
 
 class ModulatedLink : public LaneServer {
@@ -48,11 +50,13 @@ class ModulatedLink : public LaneServer {
     Packet packet;  // packet.release: when it leaves, or is dropped
     uint32_t segments = 1;
   };
+  static Nanos release_of(const Held& h) { return h.packet.release; }
   struct LaneState {
     LaneQueue* queue = nullptr;
     // Each in time order: packets that leave; those dropped when they arrived (in arrival order); those lost
     // later, after or while waiting for the bottleneck (in the order it reaches them).
     Ring<Held> leaving, refused, lost;
+    Ring<Held> control;  // link-control frames, leaving at their arrival
     Nanos last_release = 0;
     Nanos loss_state_begin = -1;  // the stretch of a state the current loss model belongs to
     std::unique_ptr<LossModel> loss;
@@ -61,8 +65,9 @@ class ModulatedLink : public LaneServer {
   void advance(Nanos t);
   void arrive(int lane, Packet&& p, Nanos now);
   void admit(int lane, Packet&& p, Nanos arrival, uint32_t segments, uint64_t bytes);
-  bool hit(int lane, const Packet& p, uint64_t bytes, const Service& sv);
+  bool hit(int lane, uint64_t bytes, const Service& sv);
   void report_drops(LaneState& l, Nanos now);
+  void send(LaneState& l, Ring<Held>& ring, Nanos now, PacketSink& out);
   void release_memory(LaneState& l, const Held& h);
   void hold(Ring<Held>& ring, int lane, Packet&& p, uint32_t segments, Nanos when);
   bool whole(const Packet& p, Nanos arrival) const;

@@ -47,7 +47,9 @@ Nanos ArqLink::transmit(Nanos arrival, bool first_hit, LossModel& model, uint32_
     ++retransmissions_;
     hit = model.hit(ip_bytes);
   }
-  free_at_ = start + static_cast<Nanos>(failures) * delay_;
+  // At most 1001 attempts of an hour each per packet, but a link that keeps failing piles them up: saturate. A
+  // link busy until kNever delivers nothing more, so every later packet is given up.
+  free_at_ = saturating_add(start, static_cast<Nanos>(failures) * delay_);
   return failures > retries_ ? kNever : free_at_;
 }
 

@@ -10,9 +10,10 @@ namespace tracemod {
 JitterQueue::JitterQueue(Nanos base, Sampler jitter, bool reorder, BufferPool& pool, uint64_t memory_limit)
     : base_(base), jitter_(std::move(jitter)), reorder_(reorder), pool_(pool), memory_limit_(memory_limit) {}
 
-// Rounded up to a whole nanosecond, so a delay is never shorter than its sample.
+// Rounded up to a whole nanosecond, so a delay is never shorter than its sample (and saturated: a Pareto tail
+// may reach beyond what an int64 holds).
 Nanos JitterQueue::sampled_delay() {
-  return std::max<Nanos>(0, static_cast<Nanos>(std::ceil(static_cast<double>(base_) + jitter_.next())));
+  return std::max<Nanos>(0, ceil_nanos(static_cast<double>(base_) + jitter_.next()));
 }
 
 Nanos JitterQueue::in_order(Nanos release) {
@@ -43,9 +44,9 @@ void JitterQueue::enqueue(Packet&& p, Nanos now) {
   stats_.in_packets += n;
   if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);
   if (is_link_control(p)) return hold(std::move(p), n, in_order(p.arrival + base_));
-  if (n == 1) return hold(std::move(p), 1, in_order(p.arrival + sampled_delay()));
+  if (n == 1) return hold(std::move(p), 1, in_order(saturating_add(p.arrival, sampled_delay())));
   releases_.clear();
-  for (uint32_t i = 0; i < n; ++i) releases_.push_back(in_order(p.arrival + sampled_delay()));
+  for (uint32_t i = 0; i < n; ++i) releases_.push_back(in_order(saturating_add(p.arrival, sampled_delay())));
   const auto [first, last] = std::minmax_element(releases_.begin(), releases_.end());
   if (*last - *first <= kMaxGsoSpread) return hold(std::move(p), n, *last);
   uint32_t i = 0;

@@ -171,8 +171,12 @@ Nanos LinkQueue::next_event(int lane) const {
 std::string LinkQueue::summary(int lane) const {
   std::ostringstream s;
   s << discipline_->describe() << (lanes_[1 - lane] ? " (shared medium)" : "") << "; ";
-  if (discipline_->marks() || discipline_->unmarkable())
-    s << discipline_->marks() << " marked CE, " << discipline_->unmarkable() << " not ECN-capable dropped; ";
+  if (discipline_->marks() || discipline_->unmarkable() || discipline_->over_threshold()) {
+    s << discipline_->marks() << " marked CE, " << discipline_->unmarkable() << " not ECN-capable dropped";
+    if (discipline_->over_threshold())
+      s << ", " << discipline_->over_threshold() << " dropped above the marking threshold";
+    s << "; ";
+  }
   const Lateness& late = lateness_[lane];
   if (late.count() == 0) return s.str() + "no departures";
   s << "departures late by p50 " << late.quantile_us(0.5) << " us, p99 " << late.quantile_us(0.99) << " us, max "

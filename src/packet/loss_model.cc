@@ -34,6 +34,9 @@ std::unique_ptr<LossModel> gilbert(const std::string& option, const std::string&
   g.r = probability(a, "r", NAN);
   g.h = probability(a, "h", 0);
   g.k = probability(a, "k", 1);
+  // R=0 makes the bad state absorbing (a correlation of 100%): the first burst would never end.
+  if (g.p > 0 && g.r <= 0)
+    throw UsageError(option + ": gilbert: r=0 with p above 0 means the first burst never ends (r must be above 0)");
   return std::make_unique<GilbertElliottLoss>(g, random);
 }
 
@@ -49,6 +52,12 @@ std::unique_ptr<LossModel> markov4(const std::string& option, const std::string&
     throw UsageError(option + ": markov4: p13 + p14 is above 1 (they leave state 1 on the same draw)");
   if (m.p31 + m.p32 > 1)
     throw UsageError(option + ": markov4: p31 + p32 is above 1 (they leave state 3 on the same draw)");
+  // Once in a burst the chain must be able to get back to the gap: else it is stuck in a burst for good.
+  if (m.p13 > 0 && m.p31 <= 0)
+    throw UsageError(option +
+                     ": markov4: p31=0 with p13 above 0 means the first burst never ends (p31 must be above 0)");
+  if (m.p13 > 0 && m.p32 > 0 && m.p23 <= 0)
+    throw UsageError(option + ": markov4: p23=0 with p32 above 0 means the chain stays in state 2 for good");
   return std::make_unique<Markov4Loss>(m, random);
 }
 

@@ -110,8 +110,9 @@ class BitErrorLoss : public LossModel {
 //   gilbert:p=P,r=R[,h=H][,k=K]                  P, R required; H=0, K=1 by default
 //   markov4:p13=P[,p31=..][,p32=..][,p23=..][,p14=..]   netem's defaults: p31=1-p13, p32=0, p23=1, p14=0
 //   ber:B                                         B from 0 to 1 (e.g. 1e-6)
-// where every probability may be a percentage. Errors throw UsageError naming OPTION. RANDOM becomes the
-// model's own stream.
+// where every probability may be a percentage. A chain that would be stuck in a burst for good (gilbert r=0,
+// markov4 p31=0, or p23=0 with p32 above 0, once a burst can start) is refused. Errors throw UsageError naming
+// OPTION. RANDOM becomes the model's own stream.
 std::unique_ptr<LossModel> make_loss_model(const std::string& option, const std::string& spec, RandomStream random);
 
 }  // namespace tracemod

@@ -40,10 +40,10 @@ LossQueue::Fate LossQueue::judge(Nanos arrival, uint32_t ip_bytes) {
   return f;
 }
 
-void LossQueue::queue(Packet&& p, uint32_t segments) {
+void LossQueue::queue(Packet&& p, uint32_t segments, Ring<Packet>& ring) {
   stats_.queued_packets += segments;
   stats_.queued_bytes += p.buf.capacity();
-  ready_.push_back(std::move(p));
+  ring.push_back(std::move(p));
 }
 
 void LossQueue::deliver(Packet&& p, uint32_t segments, const Fate& fate) {
@@ -97,7 +97,13 @@ void LossQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
   if (arq_ && stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);  // only ARQ holds any
-  if (is_link_control(p) || simple()) {  // the fast path: a model that is off costs nothing more
+  // Link-control frames (ARP, neighbour discovery) are not the emulated link's: never judged, and never held
+  // behind a packet the link layer retries (the kernel would give up resolving its neighbour).
+  if (is_link_control(p)) {
+    p.release = p.arrival;
+    return queue(std::move(p), n, arq_ ? control_ : ready_);
+  }
+  if (simple()) {  // the fast path: a model that is off costs nothing more
     p.release = arq_ ? arq_->pass(p.arrival) : p.arrival;
     return queue(std::move(p), n);
   }
@@ -105,18 +111,18 @@ void LossQueue::enqueue(Packet&& p, Nanos now) {
 }
 
 void LossQueue::dequeue_ready(Nanos now, PacketSink& out) {
-  while (!ready_.empty() && ready_.front().release <= now) {
-    Packet p = ready_.pop_front();
+  send_due_in_order(ready_, control_, now, release_of, [&](Ring<Packet>& ring) {
+    Packet p = ring.pop_front();
     const uint32_t n = p.segments();
     stats_.queued_packets -= n;
     stats_.queued_bytes -= p.buf.capacity();
     stats_.out_packets += n;
     out.send(std::move(p));
-  }
+  });
 }
 
 Nanos LossQueue::next_event() const {
-  return ready_.empty() ? kNever : ready_.front().release;
+  return first_release(ready_, control_, release_of);
 }
 
 std::string LossQueue::summary() const {

@@ -30,13 +30,9 @@ struct ChannelEffects {
 
 class LossQueue : public PacketQueue {
  public:
-  // Packets an ARQ link holds back never take more buffer memory than this (256 MiB, as a delay line's);
-  // arrivals beyond it are dropped.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
-
   LossQueue(std::unique_ptr<LossModel> model, BufferPool& pool);
   LossQueue(std::unique_ptr<LossModel> model, const ChannelEffects& effects, BufferPool& pool,
-            uint64_t memory_limit = kMemoryLimit);
+            uint64_t memory_limit = kQueueMemoryLimit);  // what an ARQ link may hold back
   // Independent loss with probability LOSS_RATE.
   LossQueue(double loss_rate, RandomStream random, BufferPool& pool);
   void enqueue(Packet&& p, Nanos now) override;
@@ -53,7 +49,8 @@ class LossQueue : public PacketQueue {
     bool plain(Nanos at) const { return release == at && !corrupt && !duplicate; }
   };
   Fate judge(Nanos arrival, uint32_t ip_bytes);
-  void queue(Packet&& p, uint32_t segments);
+  void queue(Packet&& p, uint32_t segments, Ring<Packet>& ring);
+  void queue(Packet&& p, uint32_t segments) { queue(std::move(p), segments, ready_); }
   void deliver(Packet&& p, uint32_t segments, const Fate& fate);
   void apply(Packet&& p, uint32_t segments, Nanos now);
   bool simple() const { return model_->never() && !duplicator_; }
@@ -66,6 +63,7 @@ class LossQueue : public PacketQueue {
   BufferPool& pool_;
   uint64_t memory_limit_;
   Ring<Packet> ready_;       // in release order
+  Ring<Packet> control_;     // with ARQ: link-control frames, leaving at their arrival, not behind retries
   std::vector<Fate> fates_;  // per-segment verdicts, reused
   uint64_t hits_ = 0, corrupted_ = 0, duplicated_ = 0;
 };

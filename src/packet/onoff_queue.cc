@@ -15,17 +15,19 @@ namespace tracemod {
 
 RandomOnOff::RandomOnOff(Distribution on, Distribution off, RandomStream random, Nanos start)
     : on_(std::move(on)), off_(std::move(off)), random_(random) {
-  ends_ = start + draw(on_);
+  ends_ = saturating_add(start, draw(on_));
 }
 
+// A heavy tail (pareto with a shape near 1) can draw more nanoseconds than an int64 holds: such a state lasts for
+// good rather than wrapping into the past.
 Nanos RandomOnOff::draw(const Distribution& d) {
-  return static_cast<Nanos>(std::ceil(std::max(0.0, d.quantile(random_.open_uniform()))));
+  return ceil_nanos(std::max(0.0, d.quantile(random_.open_uniform())));
 }
 
 bool RandomOnOff::on_at(Nanos t) {
   while (ends_ <= t) {
     is_on_ = !is_on_;
-    ends_ += draw(is_on_ ? on_ : off_);
+    ends_ = saturating_add(ends_, draw(is_on_ ? on_ : off_));
   }
   return is_on_;
 }
@@ -80,17 +82,18 @@ OnOffQueue::OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, co
     : schedule_(std::move(schedule)), mode_(mode), limits_(hold), pool_(pool) {}
 
 bool OnOffQueue::fits(uint64_t segments, uint64_t ip_bytes, uint64_t buffer_bytes) const {
-  return stats_.queued_bytes + buffer_bytes <= kMemoryLimit &&
-         (limits_.packets == 0 || stats_.queued_packets + segments <= limits_.packets) &&
+  return stats_.queued_bytes + buffer_bytes <= kQueueMemoryLimit &&
+         (limits_.packets == 0 || stats_.queued_packets - control_packets_ + segments <= limits_.packets) &&
          (limits_.bytes == 0 || queued_ip_bytes_ + ip_bytes <= limits_.bytes);
 }
 
-void OnOffQueue::queue(Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release) {
+void OnOffQueue::queue(Ring<Packet>& ring, Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release) {
   p.release = release;
   stats_.queued_packets += segments;
   stats_.queued_bytes += p.buf.capacity();
   queued_ip_bytes_ += ip_bytes;
-  queue_.push_back(std::move(p));
+  if (&ring == &control_) control_packets_ += segments;
+  ring.push_back(std::move(p));
 }
 
 // Held until the link comes back; a frame that does not fit whole is split, and what does not fit dropped.
@@ -98,12 +101,12 @@ void OnOffQueue::hold(Packet&& p, uint32_t segments, Nanos release, Nanos now) {
   const SegmentShape shape = segment_shape(p);
   if (fits(segments, shape.total_ip_bytes(), p.buf.capacity())) {
     held_ += segments;
-    return queue(std::move(p), segments, shape.total_ip_bytes(), release);
+    return queue(queue_, std::move(p), segments, shape.total_ip_bytes(), release);
   }
   const auto one = [&](Packet&& s) {
     if (!fits(1, s.ip_size(), s.buf.capacity())) return drop(s, 1, now);
     ++held_;
-    queue(std::move(s), 1, s.ip_size(), release);
+    queue(queue_, std::move(s), 1, s.ip_size(), release);
   };
   if (segments == 1 || !segment_gso(p, pool_, one)) drop(p, segments, now);
 }
@@ -112,9 +115,12 @@ void OnOffQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
   seen_ = std::max(seen_, p.arrival);
-  // Link-control frames (ARP, neighbour discovery) belong to the emulation's Ethernet, not the emulated link.
-  if (schedule_->on_at(seen_) || is_link_control(p))
-    return queue(std::move(p), n, segment_shape(p).total_ip_bytes(), seen_);
+  // Link-control frames (ARP, neighbour discovery) belong to the emulation's Ethernet, not the emulated link,
+  // and pass at once whatever the state, not behind held packets: held, they would make the kernel give up
+  // resolving its neighbour during a long outage and drop the very packets the user asked to be held
+  // (docs/ARCHITECTURE.md, "Link-control frames").
+  if (is_link_control(p)) return queue(control_, std::move(p), n, 0, seen_);
+  if (schedule_->on_at(seen_)) return queue(queue_, std::move(p), n, segment_shape(p).total_ip_bytes(), seen_);
   if (mode_ == OffMode::kDrop) {
     dropped_off_ += n;
     return drop(p, n, now);
@@ -122,21 +128,26 @@ void OnOffQueue::enqueue(Packet&& p, Nanos now) {
   hold(std::move(p), n, schedule_->state_ends(), now);
 }
 
+void OnOffQueue::release(Ring<Packet>& ring, PacketSink& out) {
+  Packet p = ring.pop_front();
+  const uint32_t n = p.segments();
+  stats_.queued_packets -= n;
+  stats_.queued_bytes -= p.buf.capacity();
+  if (&ring == &queue_)
+    queued_ip_bytes_ -= segment_shape(p).total_ip_bytes();
+  else
+    control_packets_ -= n;
+  stats_.out_packets += n;
+  out.send(std::move(p));
+}
+
 void OnOffQueue::dequeue_ready(Nanos now, PacketSink& out) {
   if (now - kArrivalSlack > seen_) schedule_->on_at(seen_ = now - kArrivalSlack);
-  while (!queue_.empty() && queue_.front().release <= now) {
-    Packet p = queue_.pop_front();
-    const uint32_t n = p.segments();
-    stats_.queued_packets -= n;
-    stats_.queued_bytes -= p.buf.capacity();
-    queued_ip_bytes_ -= segment_shape(p).total_ip_bytes();
-    stats_.out_packets += n;
-    out.send(std::move(p));
-  }
+  send_due_in_order(queue_, control_, now, release_of, [&](Ring<Packet>& ring) { release(ring, out); });
 }
 
 Nanos OnOffQueue::next_event() const {
-  return queue_.empty() ? kNever : queue_.front().release;
+  return first_release(queue_, control_, release_of);
 }
 
 std::string OnOffQueue::summary() const {

@@ -2,7 +2,8 @@
 // distributions, or a schedule of outages from a file (handovers seen in a drive test). While the link is off,
 // packets are dropped (Mahimahi) or held and released, in order, the instant it comes back (Seawind's blackout
 // store), up to a limit in packets and bytes beyond which arrivals are dropped. Link-control frames (ARP,
-// neighbour discovery) pass whatever the state: an IP-level link never carries them.
+// neighbour discovery) pass at once whatever the state, ahead of held packets: an IP-level link never carries
+// them, and held they would make the kernel give up resolving its neighbour and drop what is held.
 #pragma once
 
 #include <memory>
@@ -86,19 +87,20 @@ class OnOffQueue : public PacketQueue {
   // The schedule moves only up to times no arrival can precede any more (the ferry stamps arrivals at most 1 s
   // late): advancing it while idle spreads its work without judging a late-read packet by a later state.
   static constexpr Nanos kArrivalSlack = 1000 * kMillisecond;
-  // Whatever the limits, the buffers held never exceed this, as in every queue here.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
   bool fits(uint64_t segments, uint64_t ip_bytes, uint64_t buffer_bytes) const;
-  void queue(Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release);
+  // Into RING (queue_ or control_), leaving at RELEASE; IP_BYTES count against the hold limit.
+  void queue(Ring<Packet>& ring, Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release);
   void hold(Packet&& p, uint32_t segments, Nanos release, Nanos now);
+  void release(Ring<Packet>& ring, PacketSink& out);
 
   std::unique_ptr<OnOffSchedule> schedule_;
   OffMode mode_;
   QueueLimits limits_;
   BufferPool& pool_;
-  Ring<Packet> queue_;  // release times never decrease
-  Nanos seen_ = 0;      // the latest time the schedule was asked about
-  uint64_t queued_ip_bytes_ = 0, held_ = 0, dropped_off_ = 0;
+  Ring<Packet> queue_;    // release times never decrease
+  Ring<Packet> control_;  // link-control frames, leaving as they came: never behind held packets
+  Nanos seen_ = 0;        // the latest time the schedule was asked about
+  uint64_t queued_ip_bytes_ = 0, control_packets_ = 0, held_ = 0, dropped_off_ = 0;
 };
 
 }  // namespace tracemod

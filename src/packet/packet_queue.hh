@@ -6,9 +6,43 @@
 #include <string>
 
 #include "packet/packet.hh"
+#include "packet/ring.hh"
 #include "util/clock.hh"
 
 namespace tracemod {
+
+// Whatever its own limits, one direction's queue never holds more packet buffers than this: "infinite" means
+// "never drops by policy", not "may exhaust memory". Arrivals beyond it are dropped.
+constexpr uint64_t kQueueMemoryLimit = 256ull << 20;
+
+// What is due by NOW in two rings, each in the order of its release times, merged in that order; a tie goes to
+// FIRST. E.g. a queue's packets (FIRST) and the link-control frames it lets pass at their arrival (see
+// is_link_control), so that those never wait behind packets an outage holds or a link layer retries.
+// RELEASE(item) is an item's release time; SEND(ring) takes the front of RING and sends it.
+template <typename T, typename Release, typename Send>
+void send_due_in_order(Ring<T>& first, Ring<T>& second, Nanos now, Release release, Send send) {
+  for (;;) {
+    const bool a = !first.empty() && release(first.front()) <= now;
+    const bool b = !second.empty() && release(second.front()) <= now;
+    if (b && (!a || release(second.front()) < release(first.front())))
+      send(second);
+    else if (a)
+      send(first);
+    else
+      return;
+  }
+}
+
+inline Nanos release_of(const Packet& p) {
+  return p.release;
+}
+
+// The earlier of two rings' first release times (kNever if both are empty).
+template <typename T, typename Release>
+Nanos first_release(const Ring<T>& a, const Ring<T>& b, Release release) {
+  const Nanos x = a.empty() ? kNever : release(a.front()), y = b.empty() ? kNever : release(b.front());
+  return x < y ? x : y;
+}
 
 // Counted in wire packets (a GSO frame counts as its segments), so that
 // in_packets == out_packets + dropped_packets + queued_packets always holds.

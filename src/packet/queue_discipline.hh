@@ -10,9 +10,11 @@
 #include <string>
 
 #include "packet/packet.hh"
+#include "packet/packet_queue.hh"
 #include "packet/random.hh"
 #include "packet/ring.hh"
 #include "util/clock.hh"
+#include "util/parse.hh"
 
 namespace tracemod {
 
@@ -32,17 +34,15 @@ class DropSink {
   virtual void dropped(QueuedPacket&& p, Nanos now) = 0;
 };
 
-// Limits of droptail/drophead (and of codel and pie, as in Mahimahi); 0 means no limit of that kind.
-// Packets are wire packets, bytes IP bytes.
-struct QueueLimits {
-  uint64_t packets = 0, bytes = 0;
-};
+// Limits of droptail/drophead (and of codel and pie, as in Mahimahi, of tm-onoff's hold queue and of
+// tm-modulate's bottleneck); 0 means no limit of that kind. Packets are wire packets, bytes IP bytes. The same
+// pair as a schedule's queue=7pkts,150000B gives.
+using QueueLimits = QueueSize;
 
 class QueueDiscipline {
  public:
-  // Whatever the policy, the buffers held never exceed this (256 MiB): "infinite" means "never drops by
-  // policy", not "may exhaust memory". Arrivals beyond it are dropped.
-  static constexpr uint64_t kMemoryLimit = 256ull << 20;
+  // Whatever the policy, the buffers held never exceed this (see kQueueMemoryLimit).
+  static constexpr uint64_t kMemoryLimit = kQueueMemoryLimit;
 
   explicit QueueDiscipline(uint64_t memory_limit = kMemoryLimit) : memory_limit_(memory_limit) {}
   virtual ~QueueDiscipline() = default;
@@ -63,6 +63,9 @@ class QueueDiscipline {
   uint64_t memory() const { return memory_; }          // buffer bytes held
   uint64_t marks() const { return marks_; }            // wire packets marked CE instead of dropped
   uint64_t unmarkable() const { return unmarkable_; }  // picked to be marked, but not ECN-capable: dropped
+  // Picked with ECN on, but dropped whatever their ECN field because the policy's probability was above its
+  // marking threshold (PIE's 10%, RFC 8033 5.1).
+  uint64_t over_threshold() const { return over_threshold_; }
 
  protected:
   void push(QueuedPacket&& p);
@@ -75,10 +78,11 @@ class QueueDiscipline {
   // Marks P CE if it is ECN-capable (a GSO frame once, for all its packets) and counts it; false, leaving it as
   // it was, if it is not: the policy then drops it.
   bool mark(QueuedPacket& p);
+  void count_over_threshold(const QueuedPacket& p) { over_threshold_ += p.segments; }
 
  private:
   Ring<QueuedPacket> queue_;
-  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0;
+  uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0, over_threshold_ = 0;
   uint64_t memory_limit_;
 };
 

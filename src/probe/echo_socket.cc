@@ -22,6 +22,12 @@
 namespace tracemod::probe {
 namespace {
 
+// The control message that gives a send the key of its transmit time stamps (Linux 6.13; its value in
+// <asm-generic/socket.h>, which x86 and arm use, and which older C library headers lack).
+#ifndef SCM_TS_OPT_ID
+#define SCM_TS_OPT_ID 81
+#endif
+
 constexpr uint8_t kMagic[4] = {'T', 'M', 'P', 'R'};
 constexpr size_t kControl = 512;
 constexpr int kIcmpFilter = 1;  // ICMP_FILTER of <linux/icmp.h>, which clashes with <netinet/ip_icmp.h>
@@ -150,6 +156,7 @@ void EchoSocket::timestamps() {
   const int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_TX_SCHED |
                     SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY;
   if (setsockopt(fd(), SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) == 0) return;
+  keys_ = Keys::kNone;
   const int one = 1;  // an older kernel: receive time stamps only; the send time is taken before sendto
   check_syscall("enable receive time stamps", setsockopt(fd(), SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one));
 }
@@ -178,9 +185,15 @@ Nanos EchoSocket::send(uint64_t seq, uint32_t size) {
     }
   }
   const Nanos before = monotonic_now();
-  if (sendto(fd(), p, length, 0, target_.get(), target_.length) == static_cast<ssize_t>(length)) {
-    sent_seqs_.push_back(seq);
-  } else if (errno == EMSGSIZE) {
+  last_seq_ = seq;
+  if (send_keyed(p, length, seq) == static_cast<ssize_t>(length)) {
+    if (keys_ == Keys::kCounted) sent_seqs_.push_back(seq);
+    return before;
+  }
+  // The kernel may have counted a send that failed (a queueing layer that dropped it, a full buffer): counted
+  // keys would name the wrong echoes from here on.
+  if (keys_ == Keys::kCounted) keys_ = Keys::kStopped;
+  if (errno == EMSGSIZE) {
     throw Error("send an echo of " + std::to_string(size) + " bytes to " + target_.text() +
                 ": larger than the path allows (" + std::strerror(errno) + "): use a smaller --large");
   } else if (errno != EAGAIN && errno != ENOBUFS && errno != ECONNREFUSED && errno != EHOSTUNREACH &&
@@ -188,6 +201,48 @@ Nanos EchoSocket::send(uint64_t seq, uint32_t size) {
     throw_errno("send an echo to " + target_.text(), errno);
   }  // otherwise the echo is lost before it left: it will go unanswered, as on a lossy link
   return before;
+}
+
+// Sends with SEQ's low 32 bits as the key of its transmit time stamps, so that each stamp names its own echo
+// whatever happened to the sends before. A kernel that does not know the control message refuses it (EINVAL)
+// before it sends anything: then the kernel's count of sends is the key.
+ssize_t EchoSocket::send_keyed(uint8_t* data, size_t length, uint64_t seq) {
+  iovec iov{data, length};
+  msghdr h{};
+  h.msg_name = const_cast<sockaddr*>(target_.get());
+  h.msg_namelen = target_.length;
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint32_t))] = {};
+  if (keys_ == Keys::kGiven) {
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&h);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_TS_OPT_ID;
+    c->cmsg_len = CMSG_LEN(sizeof(uint32_t));
+    const uint32_t key = static_cast<uint32_t>(seq);
+    std::memcpy(CMSG_DATA(c), &key, sizeof key);
+  }
+  const ssize_t n = sendmsg(fd(), &h, 0);
+  if (n >= 0 || errno != EINVAL || keys_ != Keys::kGiven) return n;
+  keys_ = Keys::kCounted;
+  return send_keyed(data, length, seq);
+}
+
+// The echo a transmit time stamp's KEY names, if its stamps can be trusted.
+bool EchoSocket::seq_of_key(uint32_t key, uint64_t& seq) const {
+  if (keys_ == Keys::kGiven) {  // the latest echo sent with these low 32 bits
+    seq = (last_seq_ & ~uint64_t{0xffffffff}) | key;
+    if (seq > last_seq_) {
+      if (seq < (uint64_t{1} << 32)) return false;
+      seq -= uint64_t{1} << 32;
+    }
+    return true;
+  }
+  if (key >= sent_seqs_.size()) return false;  // kStopped keeps the keys counted before the failed send
+  seq = sent_seqs_[key];
+  return true;
 }
 
 void EchoSocket::read_timestamps(std::vector<Sent>& sent, Nanos offset) {
@@ -202,10 +257,10 @@ void EchoSocket::read_timestamps(std::vector<Sent>& sent, Nanos offset) {
       if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
           (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR))
         e = reinterpret_cast<const sock_extended_err*>(CMSG_DATA(c));
-    if (!e || e->ee_origin != SO_EE_ORIGIN_TIMESTAMPING || e->ee_data >= sent_seqs_.size()) continue;
+    uint64_t seq = 0;
+    if (!e || e->ee_origin != SO_EE_ORIGIN_TIMESTAMPING || !seq_of_key(e->ee_data, seq)) continue;
     const Nanos at = stamp_of(h, offset, 0);
-    // The stamp when the device sent it comes after the one when it was queued, and replaces it.
-    if (at) sent.push_back({sent_seqs_[e->ee_data], at});
+    if (at) sent.push_back({seq, at, e->ee_info == SCM_TSTAMP_SND});
   }
 }
 

@@ -5,6 +5,8 @@
 // when each reply arrived, and when each echo left through the device where the kernel says so.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,7 +31,8 @@ class EchoSocket {
   };
   struct Sent {
     uint64_t seq;
-    Nanos at;  // when it left through the device (CLOCK_MONOTONIC)
+    Nanos at;     // CLOCK_MONOTONIC
+    bool device;  // when it left through the device; false: when it entered the queueing layer
   };
 
   // A socket of METHOD toward TARGET (kAuto: a ping socket if the kernel allows one, else a raw socket).
@@ -47,9 +50,15 @@ class EchoSocket {
   void receive(std::vector<Sent>& sent, std::vector<Reply>& replies);
 
  private:
+  // How a transmit time stamp names its send: by the key given with it (SCM_TS_OPT_ID, Linux 6.13), by the
+  // kernel's count of sends (older kernels; kStopped once a failed send may have taken a number, which would
+  // shift every later one), or not at all (no SO_TIMESTAMPING).
+  enum class Keys { kGiven, kCounted, kStopped, kNone };
   uint32_t header_bytes() const { return (v6_ ? 40 : 20) + 8; }
   void open(Method method);
   void timestamps();
+  ssize_t send_keyed(uint8_t* data, size_t length, uint64_t seq);
+  bool seq_of_key(uint32_t key, uint64_t& seq) const;
   void read_timestamps(std::vector<Sent>& sent, Nanos offset);
   bool ours(const uint8_t* data, size_t n, uint64_t& seq) const;
 
@@ -59,7 +68,9 @@ class EchoSocket {
   FileDescriptor fd_;
   uint32_t session_;
   uint16_t icmp_id_;
-  std::vector<uint64_t> sent_seqs_;  // the sequence number of each send the kernel accepted (its time stamp key)
+  Keys keys_ = Keys::kGiven;
+  uint64_t last_seq_ = 0;            // the sequence number of the latest send tried (kGiven)
+  std::vector<uint64_t> sent_seqs_;  // kCounted: the sequence number of each send the kernel took, by its count
   std::vector<uint8_t> buf_;
 };
 

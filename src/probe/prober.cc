@@ -29,6 +29,7 @@ class Prober {
   struct Pending {
     Echo echo;
     Nanos deadline;
+    bool device_stamp = false;  // its send time is when the device sent it, the best the kernel gives
   };
   void send(uint32_t index, uint32_t size);
   void tick(Nanos now);
@@ -78,9 +79,11 @@ void Prober::on_replies() {
   socket_.receive(sent_, got_);
   for (const EchoSocket::Sent& s : sent_) {
     auto it = pending_.find(s.seq);
-    if (it == pending_.end()) continue;
+    // The device's stamp is the later and truer one; the queueing layer's stands in only until it comes.
+    if (it == pending_.end() || it->second.device_stamp) continue;
     it->second.echo.set_send_ns(s.at);
     it->second.echo.set_send_kernel(true);
+    it->second.device_stamp = s.device;
   }
   for (const EchoSocket::Reply& r : got_) {
     auto it = pending_.find(r.seq);

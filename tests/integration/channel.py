@@ -55,11 +55,13 @@ def parse(stdout: str) -> Run:
     return run
 
 
-def udp_run(who, tools, shell, count, spacing, size=100, target="TM_OUTER", down=None, timeout=60) -> Run:
+def udp_run(who, tools, shell, count, spacing, size=100, target="TM_OUTER", down=None, timeout=60, before="",
+            tos=0) -> Run:
     """COUNT datagrams of SIZE IP bytes SPACING s apart through SHELL (the argv of the shell under test, up to
-    its `--`) to $TARGET, and, with DOWN = (count, spacing), a stream back toward the sender."""
+    its `--`) to $TARGET, with the IPv4 TOS byte TOS, and, with DOWN = (count, spacing), a stream back toward the
+    sender. BEFORE is shell code run first inside."""
     probe = python_script("channel_probe.py")
-    inner = [*shell, "--", *sh(f'exec "$@" send "${target}" {PORT} {count} {spacing} {size}', *probe)]
+    inner = [*shell, "--", *sh(f'{before}exec "$@" send "${target}" {PORT} {count} {spacing} {size} {tos}', *probe)]
     outer = [*probe, "recv", PORT, *inner] if down is None else [*probe, "serve", PORT, *down, size, *inner]
     r = who.run(tools.delay("--isolated", 0, cmd=list(map(str, outer))), timeout=timeout)
     assert r.returncode == 0, r.stderr

@@ -7,9 +7,10 @@ tracemod shells (the source travels on the command line, see conftest.python_scr
   serve PORT COUNT SPACING SIZE CMD...
                         as recv, and from the first datagram on also send COUNT datagrams back to its sender
                         (the downlink), SPACING seconds apart
-  send HOST PORT COUNT SPACING SIZE
+  send HOST PORT COUNT SPACING SIZE [TOS]
                         send COUNT datagrams of SIZE IP bytes to HOST:PORT, SPACING seconds apart (0: as fast as
-                        the socket takes them); what comes back on the same socket is printed as "down ..." lines
+                        the socket takes them), with the IPv4 TOS byte TOS (e.g. 2: ECN-capable, ECT(0)); what
+                        comes back on the same socket is printed as "down ..." lines
   tcp-recv PORT CMD...  accept one TCP connection on PORT while CMD runs, read it to the end, check the bytes,
                         print "tcp BYTES intact|DAMAGED" and the counters
   tcp-send HOST PORT BYTES
@@ -134,9 +135,11 @@ def recv(port, command, reply=None):
     return status
 
 
-def send(host, port, count, spacing, size):
+def send(host, port, count, spacing, size, tos=0):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = udp_socket(family)
+    if tos:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
     records = []
     threading.Thread(target=receive, args=(s, records, "down"), daemon=True).start()
     send_stream(s, (host, port), count, spacing, size)
@@ -200,7 +203,7 @@ if __name__ == "__main__":
     if mode == "serve":
         sys.exit(recv(int(args[0]), args[4:], (int(args[1]), float(args[2]), int(args[3]))))
     if mode == "send":
-        sys.exit(send(args[0], int(args[1]), int(args[2]), float(args[3]), int(args[4])))
+        sys.exit(send(args[0], int(args[1]), int(args[2]), float(args[3]), int(args[4]), *map(int, args[5:6])))
     if mode == "tcp-recv":
         sys.exit(tcp_recv(int(args[0]), args[1:]))
     sys.exit(tcp_send(args[0], int(args[1]), int(args[2])))

@@ -59,6 +59,8 @@ def test_jitter_keeps_order_without_reorder(root, tools):
     (["10", "--uplink-jitter", "2", "--downlink-reorder"], "--downlink-reorder needs --downlink-jitter MS"),
     (["10", "--reorder"], "--reorder needs --jitter MS"),
     (["10", "--jitter", "5", "--correlation", "150%"], "invalid --correlation '150%'"),
+    (["10", "--jitter", "5", "--correlation", "100%"], "invalid --correlation '100%': must be below 100%"),
+    (["10", "--uplink-jitter", "5", "--uplink-correlation", "1"], "invalid --uplink-correlation '1': must be below 100%"),
     (["10", "--jitter", "5", "--distribution", "/nonexistent/table"], "/nonexistent/table: cannot open"),
     (["10", "--jitter", "-5"], "invalid --jitter '-5'"),
     (["10", "--seed", "x"], "invalid --seed 'x'"),

@@ -1,15 +1,19 @@
-"""RED with ECN in tm-link's queue on a real TCP flow: an ECN-capable flow is marked, not dropped; the receiving
-kernel sees every mark the queue made. A TCP flow that negotiated ECN still sends a few packets that are not
-ECN-capable (pure ACKs, a bare FIN, retransmissions: RFC 3168 6.1), which RED drops when it picks them."""
+"""RED, CoDel and PIE with ECN in tm-link's queue: an ECN-capable flow is marked, not dropped; the receiving kernel
+sees every mark the queue made. RED on a real TCP flow: one that negotiated ECN still sends a few packets that are
+not ECN-capable (pure ACKs, a bare FIN, retransmissions: RFC 3168 6.1), which RED drops when it picks them. CoDel
+and PIE on an ECN-capable stream that does not back off, so that they act within a second."""
 import re
 
-from channel import tcp_run
+import pytest
+
+from channel import tcp_run, udp_run
 
 # 6 MB up a 20 Mbit/s link (2.4 s) whose queue is RED with thresholds of 10 and 30 packets and a hard limit of
 # 1000 that an ECN flow never comes near.
 LINK = ["--uplink-rate", "20mbit", "--downlink-rate", "1000mbit", "--uplink-queue", "red",
         "--uplink-queue-args", "packets=1000,min=10,max=30,probability=0.1,wq=0.01,ecn=1"]
 NBYTES = 6 << 20
+ECT0 = 2  # the TOS byte of an ECN-capable packet, ECT(0)
 
 
 def marks(run):
@@ -36,3 +40,26 @@ def test_tcp_without_ecn_through_the_same_queue_is_dropped(root, tools):
     marked, unmarkable = marks(run)
     assert run.counters()["uplink"].dropped >= unmarkable > 0, run.stderr
     assert marked == 0 and run.snmp["IpExt.InCEPkts"] == 0
+
+
+# CoDel and PIE with ecn=1 on a 20 Mbit/s link whose hard limit (1000 packets) is never reached: 2000 ECN-capable
+# (ECT(0)) datagrams of 1400 bytes at 2500 a second, 28 Mbit/s, which do not slow down when marked, so the queue
+# keeps growing (to some 570 packets). CoDel marks where it would drop, ever more often, and drops nothing. PIE
+# marks while its probability is at most 10%; above it RFC 8033 (5.1) has it drop ECN-capable packets too, and
+# -v counts those drops apart: nothing else is dropped. The receiving kernel counts every mark (InCEPkts).
+@pytest.mark.parametrize("queue,args", [("codel", "packets=1000,target=5,interval=100,ecn=1"),
+                                        ("pie", "packets=1000,qdelay_ref=15,max_burst=150,ecn=1")])
+def test_ecn_capable_packets_through_codel_and_pie_are_marked(user, tools, queue, args):
+    link = ["--uplink-rate", "20mbit", "--downlink-rate", "1000mbit", "--uplink-queue", queue,
+            "--uplink-queue-args", args]
+    n = 2000
+    run = udp_run(user, tools, [tools.path("tm-link"), "-v", *link], n, 0.0004, size=1400, tos=ECT0)
+    marked, unmarkable = marks(run)
+    found = re.search(r"(\d+) dropped above the marking threshold", run.summary("uplink"))
+    above = int(found.group(1)) if found else 0
+    dropped = run.counters()["uplink"].dropped
+    print(f"{queue}: {marked} marked CE, {dropped} dropped ({above} above the marking threshold)")
+    assert marked > 0 and unmarkable <= 3, run.stderr  # the kernel's own few packets are not ECN-capable
+    assert dropped == unmarkable + above, run.stderr
+    assert n - len(run.up) <= dropped, f"{n - len(run.up)} datagrams lost, {dropped} packets dropped"
+    assert run.snmp["IpExt.InCEPkts"] == marked, f"{run.snmp} against {marked} marks"

@@ -34,16 +34,35 @@ def dropped(stderr, direction="uplink"):
 # Gilbert: P = 0.1, R = 0.5. Over n = 40,000 datagrams the loss rate P/(P+R) = 1/6 has a relative SD of
 # sqrt((1-pi)/(n pi) (1+l)/(1-l)) = 1.7% (l = 1-P-R, the chain's correlation), and the mean of the ~3,300 bursts
 # (geometric, mean 1/R = 2) a relative SD of sqrt((1-R)/bursts) = 1.2%: 10% is 5.9 and 8.2 sigma.
+def sent_enough(n, planned):
+    """A loaded machine's sender may fall short of its rate: the tolerances assume nearly PLANNED datagrams."""
+    if n < 0.975 * planned:
+        raise TooSlow(f"only {n} of {planned} datagrams sent")
+
+
+def missing_of(received):
+    """(datagrams sent as far as the receiver can tell, the sequence numbers among them that never arrived)."""
+    n = max(received) + 1
+    return n, [s for s in range(n) if s not in received]
+
+
+def assert_drops_explain_the_losses(stderr, missing):
+    """Nothing is lost but what the model drops (a loss after the last datagram received goes unseen)."""
+    assert 0 <= dropped(stderr) - missing <= 30, f"{dropped(stderr)} dropped, {missing} missing"
+
+
 def test_gilbert_loss_rate_and_burst_length(user, tools):
     p, r = 0.1, 0.5
-    got, stderr = link_probe_run(user, tools, ("--seed", 11, "--uplink-loss", f"gilbert:p={p},r={r}"),
-                                 [(20000, 2, 64)])
-    received = got[64]
-    n = max(received) + 1
-    assert n >= 39000, f"only {n} datagrams sent"
-    missing = [s for s in range(n) if s not in received]
-    # Nothing is lost but what the model drops (a burst after the last datagram received goes unseen).
-    assert 0 <= dropped(stderr) - len(missing) <= 30, f"{dropped(stderr)} dropped, {len(missing)} missing"
+
+    def run():
+        got, stderr = link_probe_run(user, tools, ("--seed", 11, "--uplink-loss", f"gilbert:p={p},r={r}"),
+                                     [(20000, 2, 64)])
+        sent_enough(max(got[64]) + 1, 40000)
+        return got, stderr
+
+    got, stderr = measured(run)
+    n, missing = missing_of(got[64])
+    assert_drops_explain_the_losses(stderr, len(missing))
     pi = p / (p + r)
     rate = len(missing) / n
     assert abs(rate - pi) <= 0.10 * pi, f"loss rate {rate:.4f}, configured {pi:.4f}"
@@ -56,12 +75,21 @@ def test_gilbert_loss_rate_and_burst_length(user, tools):
 # sqrt((1-p64)/(n64 p64) + (1-p1400)/(n1400 p1400)) = 1.9%: 10% is 5.2 sigma.
 def test_ber_hits_big_packets_more_by_the_formula(root, tools):
     ber = 1e-4
-    got, stderr = link_probe_run(root, tools, ("--seed", 5, "--uplink-loss", f"ber:{ber}"),
-                                 [(30000, 2, 64), (10000, 1, 1400)])
-    rates = {}
+
+    def run():
+        got, stderr = link_probe_run(root, tools, ("--seed", 5, "--uplink-loss", f"ber:{ber}"),
+                                     [(30000, 2, 64), (10000, 1, 1400)])
+        for size, planned in ((64, 60000), (1400, 10000)):
+            sent_enough(max(got[size]) + 1, planned)
+        return got, stderr
+
+    got, stderr = measured(run)
+    rates, missing = {}, 0
     for size in (64, 1400):
-        n = max(got[size]) + 1
-        rates[size] = (n - len(got[size])) / n
+        n, lost_here = missing_of(got[size])
+        rates[size] = len(lost_here) / n
+        missing += len(lost_here)
+    assert_drops_explain_the_losses(stderr, missing)
     expected = {size: 1 - (1 - ber) ** (8 * size) for size in (64, 1400)}
     ratio, formula = rates[1400] / rates[64], expected[1400] / expected[64]
     assert abs(ratio - formula) <= 0.10 * formula, \
@@ -70,6 +98,39 @@ def test_ber_hits_big_packets_more_by_the_formula(root, tools):
         n = max(got[size]) + 1
         sigma = math.sqrt(expected[size] * (1 - expected[size]) / n)
         assert_within(rates[size], expected[size], sigma, 5, f"loss of {size}-byte packets")
+
+
+# netem's four-state chain with p13 = 5%, p31 = 40%, p32 = 20%, p23 = 30%, p14 = 1%. Its stationary distribution
+# (pi3 = p13/p31 pi1, pi2 = p32/p23 pi3, pi4 = p14 pi1) loses 0.135/1.2183 = 11.08% of the packets. A loss run
+# starts from state 1 into 4 (length 1) or into 3, or from 2 into 3, and one in state 3 lasts a geometric
+# 1/(p31+p32) = 1.667 packets: runs average (0.01 + 0.075 * 1.667) / 0.085 = 1.588 (variance 1.03). Over 40,000
+# datagrams the loss rate's relative SD is 2.3% (from the chain's autocovariances summed) and the ~2,800 runs'
+# mean has one of 1.2%: 10% is 4.3 and 8.3 sigma.
+MARKOV4 = dict(p13=0.05, p31=0.4, p32=0.2, p23=0.3, p14=0.01)
+
+
+def test_markov4_state_loss_rate_and_runs(user, tools):
+    spec = "markov4:" + ",".join(f"{k}={v}" for k, v in MARKOV4.items())
+
+    def run():
+        got, stderr = link_probe_run(user, tools, ("--seed", 13, "--uplink-loss", spec), [(20000, 2, 64)])
+        sent_enough(max(got[64]) + 1, 40000)
+        return got, stderr
+
+    got, stderr = measured(run)
+    n, missing = missing_of(got[64])
+    assert_drops_explain_the_losses(stderr, len(missing))
+    m = MARKOV4
+    pi1 = 1 / (1 + m["p14"] + m["p13"] / m["p31"] * (1 + m["p32"] / m["p23"]))
+    loss = pi1 * (m["p14"] + m["p13"] / m["p31"])
+    rate = len(missing) / n
+    assert abs(rate - loss) <= 0.10 * loss, f"loss rate {rate:.4f}, configured {loss:.4f}"
+    starts = {"4": m["p14"], "3": m["p13"] + m["p13"] / m["p31"] * m["p32"]}  # per packet in state 1
+    mean_run = (starts["4"] + starts["3"] / (m["p31"] + m["p32"])) / (starts["4"] + starts["3"])
+    got_runs = [len(b) for b in runs(missing)]
+    assert abs(mean(got_runs) - mean_run) <= 0.10 * mean_run, \
+        f"mean loss run {mean(got_runs):.3f} over {len(got_runs)}, configured {mean_run:.3f}"
+    assert "uplink: loss markov4:p13=0.05,p31=0.4,p32=0.2,p23=0.3,p14=0.01 (mean loss 0.1108" in stderr, stderr
 
 
 # Duplication draws from its own stream: the same seed loses the same datagrams with or without it, and about P
@@ -162,6 +223,13 @@ def test_corrupt_tcp_segments_are_caught_and_retransmitted(root, tools):
     (["--uplink-loss", "0.1", "--uplink-error-mode", "retry"], "invalid --uplink-error-mode 'retry'"),
     (["--uplink-loss", "0.1", "--uplink-error-mode", "arq:delay=5"], "arq needs delay=MS and retries=N"),
     (["--uplink-loss", "0.1", "--downlink-duplicate", "2"], "invalid --downlink-duplicate '2'"),
+    (["--uplink-loss", "gilbert:p=0.1,r=0"], "gilbert: r=0 with p above 0 means the first burst never ends"),
+    (["--uplink-loss", "markov4:p13=0.2,p31=0"], "markov4: p31=0 with p13 above 0"),
+    (["--uplink-error-mode", "corrupt"], "--uplink-error-mode needs a loss model for the uplink"),
+    (["--downlink-error-mode", "arq:delay=5,retries=3", "uplink", "0.1"],
+     "--downlink-error-mode needs a loss model for the downlink"),
+    (["--downlink-duplicate", "0.1", "--downlink-error-mode", "corrupt"],
+     "--downlink-error-mode needs a loss model for the downlink"),
 ])
 def test_bad_models_exit_2_naming_them(root, tools, args, needle):
     r = root.run(tools.loss(*args, cmd=["true"]))

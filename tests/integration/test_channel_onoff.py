@@ -29,7 +29,7 @@ def periods(datagrams, count):
 # 4 s of datagrams 0.5 ms apart each way: about 130 periods of each kind per direction, so each mean has a relative
 # SD of 0.29/sqrt(130) = 2.5% and 10% is 4 sigma; the estimates' own error (a spacing at each end) averages out.
 def test_on_and_off_times_in_both_directions(user, tools):
-    shell = [tools.path("tm-onoff"), "-v", "--seed", 6,
+    shell = [tools.path("tm-onoff"), "-v", "--seed", 6, "--off-mode", "drop",
              "--uplink-on", "uniform:10ms:30ms", "--uplink-off", "uniform:5ms:15ms",
              "--downlink-on", "uniform:10ms:30ms", "--downlink-off", "uniform:5ms:15ms"]
     n = 8000
@@ -72,6 +72,29 @@ def test_hold_loses_nothing_and_releases_at_the_end_of_each_outage(root, tools):
             raise TooSlow(f"held datagrams released after the link was back: {late[-10:]}")
 
     measured(check)
+
+
+# Hold mode while the kernel resolves its neighbour again and again: the permanent entry the shell made is
+# deleted, and the command's kernel is told to deem an answer stale after 50-150 ms, probe at once, and give up
+# after one probe unanswered for 100 ms. Datagrams flow 1 ms apart through a 1 s outage of both directions, so
+# the kernel probes while hundreds of datagrams are held. ARP is not the emulated link's traffic: it passes
+# ahead of them, and every datagram is delivered. (Held behind them, a probe would go unanswered, the kernel
+# would give up and drop the datagrams the user asked to be held.)
+NEIGHBOUR_FORGETFUL = ("n=/proc/sys/net/ipv4/neigh/tm0; echo 100 >$n/base_reachable_time_ms; "
+                       "echo 0 >$n/delay_first_probe_time; echo 100 >$n/retrans_time_ms; echo 1 >$n/ucast_solicit; "
+                       "echo 1 >$n/mcast_solicit; echo 0 >$n/app_solicit; ip neigh del \"$TM_OUTER\" dev tm0 && ")
+
+
+def test_hold_loses_nothing_while_the_kernel_resolves_its_neighbour(user, tools, public_tmp):
+    schedule = public_file(public_tmp, "outage.txt", "0.5s off\n1.5s on\n")
+    shell = [tools.path("tm-onoff"), "-v", "--off-mode", "hold", "--hold-packets", 5000, "--schedule", schedule]
+    n = 1500
+    run = udp_run(user, tools, shell, n, 0.001, before=NEIGHBOUR_FORGETFUL)
+    assert not lost(run.up, n) and [d.seq for d in run.up] == list(range(n)), f"lost: {lost(run.up, n)[:20]}"
+    assert run.counters()["uplink"].dropped == 0
+    held = sum(d.delay_ms > 100 for d in run.up)
+    assert held > 500, f"only {held} of {n} datagrams held: the outage did not cover the stream"
+    assert re.search(r"hold packets=5000 bytes=1500000: \d+ packets held", run.summary("uplink"))
 
 
 # A schedule: off 0.6-0.9 s and 1.2-1.25 s after the start. The gap around an outage is at least the outage (it

@@ -62,6 +62,32 @@ def test_icmp_echoes_through_a_shell_with_kernel_time_stamps(who, tools, public_
     measured(check)
 
 
+# Each transmit time stamp names its own echo. For 0.35 s a queueing layer on the command's interface drops every
+# echo (a pfifo of limit 0), so sendto fails after the kernel has numbered the send and stamped it: keys counted
+# by the kernel would from then on name no echo, or the wrong one. Keyed per send (SCM_TS_OPT_ID), every echo
+# answered after the outage still has its own kernel send time, and its round trip is the link's.
+def test_transmit_time_stamps_stay_with_their_echoes_after_failed_sends(who, tools, public_tmp):
+    raw = os.path.join(public_tmp, "f.raw")
+    script = (f'"$@" --interval 0.1s --duration 1.6s --timeout 0.5s -o {raw} "$TM_BASE" & p=$!; sleep 0.6; '
+              'tc qdisc add dev tm0 root pfifo limit 0 && sleep 0.35 && tc qdisc del dev tm0 root && wait $p')
+
+    def check():
+        r = who.run(tools.delay(5, "--isolated", cmd=sh(script, tools.path("tm-probe"))), timeout=30)
+        assert r.returncode == 0, r.stderr
+        _, echoes = printed(who, tools, raw)
+        lost = [e for e in echoes if e[5] is None]
+        assert len(lost) >= 2, f"the outage lost only {len(lost)} echoes: nothing tested that"
+        after = [e for e in echoes if e[0] > max(e[0] for e in lost)]
+        assert len(after) >= 9 and all(e[5] is not None for e in after), after
+        assert all(e[6] == "kernel" for e in after), f"echoes after the outage without a kernel send time: {after}"
+        rtts = [recv - send for _, _, index, _, send, recv, _ in after if index == 0]
+        assert min(rtts) >= 10.0, f"a round trip of {min(rtts):.3f} ms, below 10"
+        if statistics.median(rtts) > 11.0:
+            raise TooSlow(f"round trips {rtts}")
+
+    measured(check)
+
+
 def test_an_interrupted_probe_ends_its_record_cleanly(who, tools, public_tmp, spawn):
     raw = os.path.join(public_tmp, "int.raw")
     probe = sh(f'exec "$@" --interval 0.1s -o {raw} "$TM_BASE"', tools.path("tm-probe"))

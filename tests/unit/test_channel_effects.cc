@@ -1,6 +1,7 @@
 // Error modes (drop, corrupt, arq) and duplication, alone and through LossQueue, with a fake clock.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -103,6 +104,31 @@ TEST(ArqLink, NoRetriesIsDrop) {
   EXPECT_TRUE(model.asked.empty());
 }
 
+// Each packet given up keeps the link busy for 1001 hours: after some 2,600 of them the link's clock would pass
+// what an int64 holds. It saturates at kNever instead: nothing after is delivered, and no time wraps into the past.
+TEST(ArqLink, ALinkBusyBeyondInt64SaturatesInsteadOfWrapping) {
+  IidLoss always(1, RandomStream(1, 0));
+  ArqLink link(3600 * 1000 * kMs, 1000);
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ(link.transmit(i, true, always, 100), kNever) << i;
+  Script clean({});
+  EXPECT_EQ(link.transmit(3000, false, clean, 100), kNever);
+  EXPECT_EQ(link.pass(3001), kNever);
+}
+
+TEST(Clock, SaturatingArithmetic) {
+  EXPECT_EQ(saturating_add(5, 7), 12);
+  EXPECT_EQ(saturating_add(kNever - 3, 3), kNever);
+  EXPECT_EQ(saturating_add(kNever - 3, 4), kNever);
+  EXPECT_EQ(saturating_add(kNever, 1000), kNever);
+  EXPECT_EQ(ceil_nanos(0), 0);
+  EXPECT_EQ(ceil_nanos(1.25), 2);
+  EXPECT_EQ(ceil_nanos(3), 3);
+  EXPECT_EQ(ceil_nanos(1e30), kNever);
+  EXPECT_EQ(ceil_nanos(0x1p63), kNever);
+  EXPECT_EQ(ceil_nanos(std::nan("")), kNever);
+  EXPECT_EQ(ceil_nanos(0x1p62), Nanos{1} << 62);
+}
+
 // A packet being retried holds back those behind it: they leave in order, none before it.
 TEST(LossQueueArq, InOrderWithHeadOfLineBlocking) {
   BufferPool pool;
@@ -120,6 +146,29 @@ TEST(LossQueueArq, InOrderWithHeadOfLineBlocking) {
   EXPECT_EQ(q.stats().dropped_packets, 0u);
   EXPECT_TRUE(Conserved(q.stats()));
   EXPECT_EQ(q.summary(), "script, arq:delay=2,retries=3: 1 hit, 2 retransmissions");
+}
+
+// ARP and neighbour discovery are not the emulated link's: they leave at their arrival, not behind a packet the
+// link layer is retrying.
+TEST(LossQueueArq, LinkControlFramesDoNotWaitForRetries) {
+  BufferPool pool;
+  LossQueue q(std::make_unique<Script>(std::vector<bool>{true, true, true}),
+              effects(ErrorMode::Kind::kArq, 0, 2 * kMs, 3), pool);
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08, arp[13] = 0x06;
+  q.enqueue(udp4(pool, 64, 0, 1), 0);  // fails three times: leaves at 6 ms
+  q.enqueue(fake::make_packet(pool, arp, virtio_net_hdr{}, kMs), kMs);
+  q.enqueue(udp4(pool, 64, 2 * kMs, 2), 2 * kMs);  // waits behind packet 1
+  EXPECT_EQ(q.next_event(), kMs);
+  CollectSink out;
+  q.dequeue_ready(kMs, out);
+  ASSERT_EQ(out.got.size(), 1u);
+  EXPECT_EQ(out.got[0].frame()[13], 0x06);
+  q.dequeue_ready(6 * kMs, out);
+  ASSERT_EQ(out.got.size(), 3u);
+  EXPECT_EQ(ip_id_of(out.got[1]), 1);
+  EXPECT_EQ(ip_id_of(out.got[2]), 2);
+  EXPECT_TRUE(Conserved(q.stats()));
 }
 
 // An ARQ link that keeps failing holds packets back; their memory is bounded like a delay line's.

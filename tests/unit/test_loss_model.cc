@@ -189,6 +189,21 @@ TEST(MakeLossModel, ErrorsNameTheOptionAndWhatIsWrong) {
   EXPECT_EQ(error_of("gilbert:p"), "--uplink-loss: 'p' is not KEY=VALUE (keys for gilbert: p, r, h, k)");
 }
 
+// A correlation of 100% between successive states makes a burst absorbing: refused, where netem gets stuck.
+TEST(MakeLossModel, ChainsStuckInABurstAreRefused) {
+  EXPECT_EQ(error_of("gilbert:p=0.1,r=0"),
+            "--uplink-loss: gilbert: r=0 with p above 0 means the first burst never ends (r must be above 0)");
+  EXPECT_EQ(error_of("markov4:p13=1"),
+            "--uplink-loss: markov4: p31=0 with p13 above 0 means the first burst never ends (p31 must be above 0)");
+  EXPECT_EQ(error_of("markov4:p13=0.1,p31=0,p32=0.5"),
+            "--uplink-loss: markov4: p31=0 with p13 above 0 means the first burst never ends (p31 must be above 0)");
+  EXPECT_EQ(error_of("markov4:p13=0.1,p31=0.5,p32=0.2,p23=0"),
+            "--uplink-loss: markov4: p23=0 with p32 above 0 means the chain stays in state 2 for good");
+  // Where no burst can start, nothing is stuck: the chain never leaves the gap.
+  EXPECT_TRUE(make_loss_model("x", "gilbert:p=0,r=0", RandomStream(1, 0))->never());
+  EXPECT_TRUE(make_loss_model("x", "markov4:p13=0,p31=0", RandomStream(1, 0))->never());
+}
+
 TEST(LossModels, SameSeedSamePattern) {
   for (const std::string spec : {"0.2", "gilbert:p=0.1,r=0.3", "markov4:p13=0.1,p31=0.5,p32=0.2,p23=0.3", "ber:1e-4"}) {
     auto a = make_loss_model("x", spec, RandomStream(42, 0)), b = make_loss_model("x", spec, RandomStream(42, 0));

@@ -184,6 +184,23 @@ TEST(ModulateLink, OutagesDropOrHold) {
   EXPECT_TRUE(Conserved(drop.up->stats()));
 }
 
+// ARP and neighbour discovery are not the modulated link's traffic: they leave as they come, neither held by an
+// outage nor queued behind the bottleneck's packets, and draw no loss.
+TEST(ModulateLink, LinkControlFramesLeaveAsTheyCome) {
+  Link k("10ms rate=1mbit loss=1\n50ms off=hold\n10ms\n");
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08, arp[13] = 0x06;
+  k.arrive(0, 1000, 1 * kMs, 1);  // served from 1 to 9 ms, then lost
+  k.arrive(0, 1000, 2 * kMs, 2);  // waits, is cut by the outage, and is lost too
+  k.lane(0).enqueue(fake::make_packet(k.pool, arp, virtio_net_hdr{}, 3 * kMs), 3 * kMs);
+  k.lane(0).enqueue(fake::make_packet(k.pool, arp, virtio_net_hdr{}, 30 * kMs), 30 * kMs);  // during the outage
+  EXPECT_EQ(k.run(0, 3 * kMs), std::vector<Nanos>{3 * kMs});
+  EXPECT_EQ(k.run(0, 30 * kMs), (std::vector<Nanos>{3 * kMs, 30 * kMs}));
+  EXPECT_EQ(k.run(0, 100 * kMs).size(), 2u);
+  EXPECT_EQ(k.up->stats().dropped_packets, 2u);
+  EXPECT_TRUE(Conserved(k.up->stats()));
+}
+
 TEST(ModulateLink, AFullQueueDropsTheArrival) {
   Link k("1s rate=1mbit queue=1pkts\n");
   k.arrive(0, 1000, 0, 1);  // in service
@@ -192,6 +209,17 @@ TEST(ModulateLink, AFullQueueDropsTheArrival) {
   k.run(0, 0);
   EXPECT_EQ(k.drops[0].seen, (std::vector<std::pair<uint16_t, Nanos>>{{3, 0}}));
   EXPECT_EQ(k.run(0, 100 * kMs), (std::vector<Nanos>{8 * kMs, 16 * kMs}));
+}
+
+// At 1 bit/s during 1 ns of every 999 hours, a 100-byte packet would leave after some 10^27 ns, past what an
+// int64 holds: it is refused at once, as by a full queue, and no time wraps.
+TEST(ModulateLink, APacketThatCouldNotLeaveForCenturiesIsRefused) {
+  Link k("1ns rate=1bit\n999h off=hold\n");
+  k.arrive(0, 100, 0, 1);
+  k.arrive(0, 100, 5 * kMs, 2);
+  EXPECT_EQ(k.run(0, 10 * kMs), std::vector<Nanos>{});
+  EXPECT_EQ(k.drops[0].seen, (std::vector<std::pair<uint16_t, Nanos>>{{1, 0}, {2, 5 * kMs}}));
+  EXPECT_TRUE(Conserved(k.up->stats()));
 }
 
 // Departures per lane when each lane sends N 1000-byte packets, all at time 0, in alternation.

@@ -140,6 +140,33 @@ TEST(OnOffQueue, HoldLimitsDropTheExcessAndSplitFrames) {
   EXPECT_EQ(b.summary(), "const:10ms on, const:10ms off; off: hold bytes=200: 2 packets held");
 }
 
+// ARP and neighbour discovery are not the emulated link's traffic: while the link is off they pass at once, ahead
+// of the packets held (behind them they would wait out the outage, and the kernel would give up resolving), and
+// count against no hold limit.
+TEST(OnOffQueue, LinkControlFramesPassAheadOfHeldPackets) {
+  BufferPool pool;
+  OnOffQueue q(constant(10 * kMs, 10 * kMs), OnOffQueue::OffMode::kHold, {1, 0}, pool);
+  CollectSink out;
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08, arp[13] = 0x06;
+  const auto control = [&](Nanos t) { q.enqueue(fake::make_packet(pool, arp, virtio_net_hdr{}, t), t); };
+  control(11 * kMs);
+  q.enqueue(udp4(pool, 64, 12 * kMs, 1), 12 * kMs);  // held until 20 ms: the ARP frame takes no room
+  control(13 * kMs);
+  EXPECT_EQ(q.next_event(), 11 * kMs);
+  q.dequeue_ready(13 * kMs, out);
+  ASSERT_EQ(out.got.size(), 2u);
+  EXPECT_EQ(out.got[0].frame()[13], 0x06);
+  EXPECT_EQ(out.got[1].release, 13 * kMs);
+  q.enqueue(udp4(pool, 64, 14 * kMs, 2), 14 * kMs);  // the hold queue is full: dropped
+  q.dequeue_ready(20 * kMs, out);
+  ASSERT_EQ(out.got.size(), 3u);
+  EXPECT_EQ(ip_id_of(out.got[2]), 1);
+  EXPECT_EQ(out.got[2].release, 20 * kMs);
+  EXPECT_EQ(q.stats().dropped_packets, 1u);
+  EXPECT_TRUE(Conserved(q.stats()));
+}
+
 // A packet read late (its kernel stamp up to 1 s behind) is judged by the state at its stamp, even after the
 // queue has been asked to release at a later time.
 TEST(OnOffQueue, LateReadPacketsAreJudgedByTheirArrival) {

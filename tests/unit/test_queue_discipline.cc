@@ -705,6 +705,9 @@ TEST(PieEcn, MarksBelowTenPercentDropsAbove) {
   EXPECT_GT(q.marks(), 0u);
   EXPECT_FALSE(dropped_below);
   EXPECT_FALSE(marked_above);
+  // Every drop was one above the threshold, and is counted so (-v reports it beside the marks).
+  EXPECT_GT(d.drops.packets, 0u);
+  EXPECT_EQ(q.over_threshold(), d.drops.packets);
 }
 
 }  // namespace
