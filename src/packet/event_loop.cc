@@ -1,5 +1,6 @@
 #include "packet/event_loop.hh"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -55,9 +56,13 @@ int EventLoop::run() {
       if (ev[i].data.u32 == kSignalTag && on_signals(status)) return status;
     }
     // Reading an empty ring costs a memory read: both are looked at every turn, whatever epoll said.
-    for (auto d : {Ferry::kUplink, Ferry::kDownlink})
-      if (ferry_.receive(d, *queues_[d]) > 0) last_arrival_ = monotonic_now();
+    int arrived = 0;
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink}) arrived += ferry_.receive(d, *queues_[d]);
     const Nanos now = monotonic_now();
+    if (arrived > 0) {
+      last_arrival_ = now;
+      last_batch_ = arrived;
+    }
     ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
     ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
     ferry_.flush_capture(now);
@@ -93,17 +98,25 @@ void EventLoop::watch(int fd, uint32_t tag) {
 
 // Sleeps until kSpinAhead before the next release, then polls without sleeping until it is due: timer
 // wake-ups on a virtual machine overshoot by 25-150 us, more than the precision a delay line promises.
-// Likewise, while traffic flows it polls for kBusyPoll after the last arrival before sleeping: a sleep and
-// wake-up per burst costs more than the burst itself at multi-Gbit/s. Polling reads the rings' memory; epoll
-// (for signals) is asked at most every kSignalPoll. Polling for arrivals is a guess, so it yields the CPU to
-// anyone else who wants it (the command, on a busy machine); polling for a release due within kSpinAhead does
-// not, or the release could wait a whole time slice.
+// After an arrival it polls for kBusyPoll before sleeping, yielding the CPU to anyone else who wants it (the
+// command, on a busy machine): a lone frame's reply then crosses at once. Under load (the last turn read
+// kLoadBatch frames or more) it naps for kNap between turns instead, whatever waits: a turn per frame, or a
+// wake-up per arrival, costs more than the frame; and a ferry that spins, or that the sender's frames wake
+// (the kernel then pulls it onto the sender's CPU), takes the CPU the receiver needs to empty its socket in
+// time. Napping, the ferry leaves its CPU to the others, wakes on its own with a batch waiting, and releases
+// up to a nap late. Polling reads the rings' memory; epoll (for signals) is asked at most every kSignalPoll.
 int EventLoop::wait(epoll_event* ev) {
-  constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kSignalPoll = kMillisecond;
+  constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kNap = 50 * 1000, kSignalPoll = kMillisecond;
+  constexpr int kLoadBatch = 2;
   const Nanos now = monotonic_now();
   const Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
+  const bool recent = now - last_arrival_ < kBusyPoll;
+  if (recent && last_batch_ >= kLoadBatch) {
+    last_epoll_ = now;
+    return nap(ev, std::clamp<Nanos>(std::min(next, ferry_.capture_due()) - now, 0, kNap));
+  }
   const bool release_soon = next != kNever && next - now <= kSpinAhead;
-  if (release_soon || now - last_arrival_ < kBusyPoll) {
+  if (release_soon || recent) {
     if (!release_soon && !ferry_.has_arrivals(Ferry::kUplink) && !ferry_.has_arrivals(Ferry::kDownlink)) sched_yield();
     if (now - last_epoll_ < kSignalPoll) return 0;
     last_epoll_ = now;
@@ -112,6 +125,17 @@ int EventLoop::wait(epoll_event* ev) {
   last_epoll_ = now;
   const Nanos wake = std::min(next == kNever ? kNever : next - kSpinAhead, ferry_.capture_due());
   return poll(ev, wake == kNever ? -1 : std::max<Nanos>(0, wake - now));
+}
+
+// Sleeps TIMEOUT ns, woken early by a signal only (not by arrivals).
+int EventLoop::nap(epoll_event* ev, Nanos timeout) {
+  pollfd p{signals_.get(), POLLIN, 0};
+  const timespec ts{0, static_cast<long>(timeout)};
+  const int n = ppoll(&p, 1, &ts, nullptr);
+  if (n < 0 && errno != EINTR) throw_errno("ppoll", errno);
+  if (n <= 0) return 0;
+  ev[0].data.u32 = kSignalTag;
+  return 1;
 }
 
 // Waits up to TIMEOUT ns (-1: for ever) for an event.

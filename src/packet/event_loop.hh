@@ -30,6 +30,7 @@ class EventLoop {
   void watch(int fd, uint32_t tag);
   int wait(epoll_event* ev);
   int poll(epoll_event* ev, Nanos timeout);
+  int nap(epoll_event* ev, Nanos timeout);
   bool on_signals(int& status);
   void stop_if_finished(Nanos now);
 
@@ -39,6 +40,7 @@ class EventLoop {
   pid_t init_;
   std::function<void()> on_child_exit_;
   Nanos last_arrival_ = 0, last_epoll_ = 0;
+  int last_batch_ = 0;      // frames read in the last turn that read any
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   FileDescriptor signals_, epoll_;
 };
