@@ -1,8 +1,10 @@
 #include "outside/host_helper.hh"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,6 +90,9 @@ int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
                                    "-t", "none", "-u", "none", "-T", "none", "-U", "none"};
   if (geteuid() == 0) args.insert(args.end(), {"--runas", "0:0"});  // else pasta drops to nobody and fails
   if (r.address[0]) args.insert(args.end(), {"--dns-forward", r.address});
+  sigset_t none;  // helper_main blocked SIGTERM; pasta must not inherit that
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   const std::string proc = "/proc/" + std::to_string(r.pid);
   args.insert(args.end(), {"--userns", proc + "/ns/user", "--netns", proc + "/fd/" + std::to_string(r.netns_fd)});
   std::vector<char*> argv;
@@ -100,25 +105,45 @@ int write_maps_for(pid_t pid, uid_t uid, gid_t gid) {
   _exit(127);
 }
 
-// Serves the shell's requests until it closes the channel or kills the helper; a host link lives until then.
-[[noreturn]] void helper_main(int fd) {
+// The next request into R; false once the shell closed the channel or asked the helper to end (SIGTERM, on
+// SIG_FD).
+bool next_request(int fd, int sig_fd, Request& r) {
+  pollfd p[2] = {{fd, POLLIN, 0}, {sig_fd, POLLIN, 0}};
+  while (::poll(p, 2, -1) < 0)
+    if (errno != EINTR) return false;
+  return !(p[1].revents & POLLIN) && ::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r);
+}
+
+// Serves the shell's requests until it closes the channel, asks the helper to end (SIGTERM), or dies (then
+// PDEATHSIG: SIGTERM once a host link exists, SIGKILL before). A host link lives until then and is deleted on
+// the way out; a killed helper leaves it to the kernel (it goes with P0).
+[[noreturn]] void helper_main(int fd, pid_t shell) {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigprocmask(SIG_BLOCK, &term, nullptr);
+  const int sig_fd = signalfd(-1, &term, SFD_CLOEXEC);
   Request r{};
   std::unique_ptr<HostLink> link;
-  while (::read(fd, &r, sizeof r) == static_cast<ssize_t>(sizeof r)) {
+  while (sig_fd >= 0 && next_request(fd, sig_fd, r)) {
     if (r.op == kMaps) {
       int err = write_maps_for(r.pid, r.uid, r.gid);
-      if (::write(fd, &err, sizeof err) != sizeof err) _exit(1);
+      if (::write(fd, &err, sizeof err) != sizeof err) break;
     } else if (r.op == kHostLink) {
       const HostLinkReply reply = host_link(r, link);
-      if (::write(fd, &reply, sizeof reply) != sizeof reply) _exit(1);
+      if (link) prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != shell || ::write(fd, &reply, sizeof reply) != sizeof reply) break;
     } else if (r.op == kPasta) {
       ::close(fd);
       become_pasta(r);
     }
   }
-  _exit(0);  // the kernel removes the host link's table as the helper's socket closes, and its veth with P0
+  try {
+    if (link) link->remove();
+  } catch (const std::exception&) {  // nobody to tell: the kernel still removes it with P0
+  }
+  _exit(0);  // the kernel removes the host link's table as the helper's socket closes
 }
-
 }  // namespace
 
 HostHelper::HostHelper() {
@@ -133,7 +158,7 @@ HostHelper::HostHelper() {
     sigprocmask(SIG_SETMASK, &none, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);  // the shell died before PDEATHSIG was armed
-    helper_main(sv[1]);
+    helper_main(sv[1], parent);
   }
   ::close(sv[1]);
   channel_ = FileDescriptor(sv[0]);
@@ -144,10 +169,10 @@ HostHelper::~HostHelper() {
 }
 
 void HostHelper::finish() {
-  // Neither pasta nor a host link holds state worth a graceful stop, and the kernel takes down what they made
-  // (a tap device, a veth, an owner nft table) as they die, as it does after SIGKILL. Not waited for: that
-  // takes 40-60 ms, and the shell exits right after; init reaps the helper.
-  if (pid_ > 0) ::kill(pid_, SIGKILL);
+  // pasta holds no state worth a graceful stop: the kernel takes down its tap device as it dies. The helper
+  // deletes a host link's veth on SIGTERM (P0 may outlive the shell); its owner nft table goes with it. Not
+  // waited for: that takes 10-60 ms, and the shell exits right after; init reaps the helper.
+  if (pid_ > 0) ::kill(pid_, pasta_ ? SIGKILL : SIGTERM);
   pid_ = -1;
 }
 
@@ -166,6 +191,7 @@ void HostHelper::exec_pasta(pid_t shell, int netns_fd, const std::string& ifname
   std::strncpy(r.address, dns_forward.c_str(), sizeof r.address - 1);
   check_syscall("start pasta", ::write(channel_.get(), &r, sizeof r));
   channel_.reset();
+  pasta_ = true;
 }
 
 void HostHelper::request_host_link(pid_t shell, int netns_fd, uint32_t start, const std::string& resolver) {

@@ -41,6 +41,7 @@ class HostHelper {
 
  private:
   pid_t pid_ = -1;
+  bool pasta_ = false;  // the helper became pasta
   FileDescriptor channel_;
 };
 

@@ -96,6 +96,10 @@ HostLink::HostLink(int p0_fd, uint32_t start, const std::string& resolver) {
   table_ = std::make_unique<OwnedNftTable>(table, host_rules(table, plan_, resolver));
 }
 
+void HostLink::remove() {
+  Netlink().delete_link(plan_.host_ifname);
+}
+
 std::string forwarding_settings_off() {
   std::string off;
   for (const Forwarding& f : kForwarding)

@@ -3,7 +3,8 @@
 // address to the host's own services. It runs in HostHelper, the one process of the shell that still acts in
 // the host's namespaces with the caller's privilege. Nothing outlives the shell, by the kernel's own doing: the
 // veth dies with P0 (whose last user is the shell), the table with the helper's netlink socket (the helper
-// dies with the shell, SIGKILL included). Both go within tens of milliseconds of the shell's exit.
+// dies with the shell, SIGKILL included). Both go within tens of milliseconds of the shell's exit. The helper
+// also deletes the veth itself as it ends (remove()), because P0 may outlive the shell.
 #pragma once
 
 #include <memory>
@@ -26,6 +27,9 @@ class HostLink {
   HostLink(const HostLink&) = delete;
   HostLink& operator=(const HostLink&) = delete;
   const HostLinkPlan& plan() const { return plan_; }
+  // Deletes the host's end (so both ends) now: P0, and with it the veth, can outlive the shell for minutes
+  // while an orphaned TCP socket in P0 (an --outside sender's) retransmits to a namespace that is gone.
+  void remove();
 
  private:
   HostLinkPlan plan_;

@@ -90,6 +90,16 @@ bool Netlink::add_veth(const std::string& name, const MacAddress& mac, int ns_fd
   return true;
 }
 
+bool Netlink::delete_link(const std::string& name) {
+  Link link(rtnl_link_alloc());
+  if (!link) throw Error("netlink: out of memory");
+  rtnl_link_set_name(link.get(), name.c_str());
+  const int err = rtnl_link_delete(sock_.get(), link.get());
+  if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return false;
+  check("delete interface " + name, err);
+  return true;
+}
+
 int Netlink::ifindex(const std::string& name) {
   rtnl_link* raw = nullptr;
   check("find interface " + name, rtnl_link_get_kernel(sock_.get(), 0, name.c_str(), &raw));

@@ -33,6 +33,8 @@ class Netlink {
   // Returns false if NAME already exists (the creation is atomic, so this is how names are claimed).
   bool add_veth(const std::string& name, const MacAddress& mac, int ns_fd, const std::string& peer,
                 const MacAddress& peer_mac, int peer_ns_fd);
+  // Deletes interface NAME (a veth pair with it); false if there is none.
+  bool delete_link(const std::string& name);
   int ifindex(const std::string& name);
   void set_up(const std::string& name);
   // ADDRESS is "a.b.c.d/len" or "x::y/len"; duplicate address detection is skipped (the link is ours).

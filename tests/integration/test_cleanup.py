@@ -20,9 +20,27 @@ HOST_SETTLE = 15  # ... and other tests on a shared machine may keep an interfac
 LINGERER = "sleep 1000 & setsid sleep 1000 & (sleep 1000 &); "  # background, new session, orphaned
 
 
+# An --outside TCP sender that the command never reads from: when the shell dies its socket is orphaned with
+# data unacknowledged, and keeps the outer namespace (on the kernel path, with the host's veth) for minutes.
+OUTSIDE_SENDER = ("python3 -c 'import socket; c = socket.create_server((\"\", 9611)).accept()[0]; "
+                  "[c.send(bytes(65536)) for _ in iter(int, 1)]'")
+STALLED_RECEIVER = """python3 -c '
+import os, socket, time
+for _ in range(200):
+    try:
+        c = socket.create_connection((os.environ["TM_OUTER"], 9611))
+        break
+    except OSError:
+        time.sleep(0.05)
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(1000)'"""
+
+
 def scenarios(tools):
     """What runs in the shell: each prints "ready" once everything has started."""
     return {
+        "outside-sender": tools.delay("--outside", OUTSIDE_SENDER, 0, cmd=sh(STALLED_RECEIVER)),
         "command": tools.delay(0, cmd=sh("echo ready; exec sleep 1000")),
         "background-children": tools.delay(0, cmd=sh(LINGERER + "echo ready; exec sleep 1000")),
         "nested-shells": tools.delay(0, cmd=tools.loss("uplink", 0, cmd=tools.delay(
@@ -178,7 +196,7 @@ def start_and_survey(who, argv, spawn, private_tmp, root):
     return shell, processes, namespace_ids, before
 
 
-@pytest.mark.parametrize("scenario", ["command", "background-children", "nested-shells"])
+@pytest.mark.parametrize("scenario", ["command", "background-children", "nested-shells", "outside-sender"])
 def test_sigkill_of_the_shell_leaves_nothing(who, root, tools, spawn, private_tmp, scenario):
     shell, processes, namespace_ids, before = start_and_survey(who, scenarios(tools)[scenario], spawn, private_tmp,
                                                                root)
@@ -225,3 +243,14 @@ def test_sigkill_of_a_nested_shell_leaves_nothing_in_its_parent(who, tools, publ
     assert {"tm2-0", "table inet tracemod_2_0"} <= during - before, f"no nested shell seen: {during}; {r.stderr}"
     assert after == before, f"left in the parent: {sorted(after - before)}"
 
+
+
+def test_sigterm_with_an_outside_sender_mid_transfer_leaves_nothing(who, root, tools, spawn, private_tmp):
+    # The shell passes SIGTERM to the command and ends in order; the --outside sender's orphaned socket must
+    # not keep the host's end of the kernel path.
+    argv = scenarios(tools)["outside-sender"]
+    shell, processes, namespace_ids, before = start_and_survey(who, argv, spawn, private_tmp, root)
+    killed_at = clock_ticks_now()
+    shell.terminate()
+    assert shell.wait(TIMEOUT) == 128 + signal.SIGTERM
+    assert_nothing_left(processes, namespace_ids, killed_at, before, private_tmp[0])
