@@ -138,6 +138,10 @@ bool next_request(int fd, int sig_fd, Request& r) {
       become_pasta(r);
     }
   }
+  // Deleting a veth takes tens of milliseconds (RCU grace periods): let go of the shell's stdout and stderr
+  // first, or whoever reads the shell's output through a pipe would wait for it.
+  if (const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0)
+    for (int std_fd : {0, 1, 2}) dup2(null, std_fd);
   try {
     if (link) link->remove();
   } catch (const std::exception&) {  // nobody to tell: the kernel still removes it with P0

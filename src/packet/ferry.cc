@@ -5,7 +5,9 @@
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -177,6 +179,34 @@ Ferry::Ferry(PacketSockets outer, PacketSockets inner, BufferPool& pool)
   senders_[kDownlink] = std::make_unique<Sender>(inner_, counters_);
 }
 
+namespace {
+
+// The last close of a packet socket that had a ring waits for RCU grace periods (10-40 ms for the four here),
+// and so would the shell's exit. A child takes the last references instead, and closes them as the shell exits;
+// it keeps nothing else open: not the shell's output (a reader waits for every copy of a pipe to close), not a
+// netlink socket that owns a firewall table. False if there is no child (the caller closes FDS itself).
+bool close_in_child(std::vector<FileDescriptor>& fds) {
+  std::vector<int> keep;
+  for (const auto& fd : fds) keep.push_back(fd.get());
+  std::sort(keep.begin(), keep.end());
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    unsigned next = 0;
+    for (int fd : keep) {
+      if (static_cast<unsigned>(fd) > next) close_range(next, static_cast<unsigned>(fd) - 1, 0);
+      next = static_cast<unsigned>(fd) + 1;
+    }
+    close_range(next, ~0U, 0);
+    for (int fd : keep) ::close(fd);
+    _exit(0);
+  }
+  fds.clear();  // not the last references now, so these closes do not wait
+  return true;
+}
+
+}  // namespace
+
 Ferry::~Ferry() {
   senders_[kUplink].reset();
   senders_[kDownlink].reset();
@@ -189,11 +219,13 @@ Ferry::~Ferry() {
     fds.push_back(std::move(s->rx));
     fds.push_back(std::move(s->tx));
   }
+  if (close_in_child(fds)) return;
   std::vector<std::thread> closers;
   for (size_t i = 1; i < fds.size(); ++i) closers.emplace_back([fd = std::move(fds[i])]() mutable { fd.reset(); });
   fds[0].reset();
   for (auto& t : closers) t.join();
 }
+
 
 bool Ferry::has_arrivals(Direction d) const {
   RxRing::Frame f;
