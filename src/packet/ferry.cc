@@ -226,7 +226,6 @@ Ferry::~Ferry() {
   for (auto& t : closers) t.join();
 }
 
-
 bool Ferry::has_arrivals(Direction d) const {
   RxRing::Frame f;
   return end(d, true).rx_ring->peek(f);

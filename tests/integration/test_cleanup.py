@@ -32,6 +32,8 @@ for _ in range(200):
         break
     except OSError:
         time.sleep(0.05)
+else:
+    raise SystemExit("the --outside sender never listened")
 time.sleep(0.5)
 print("ready", flush=True)
 time.sleep(1000)'"""
@@ -242,7 +244,6 @@ def test_sigkill_of_a_nested_shell_leaves_nothing_in_its_parent(who, tools, publ
     before, during, after = (set(sections[k].split("\n")) - {""} for k in ("before", "during", "after"))
     assert {"tm2-0", "table inet tracemod_2_0"} <= during - before, f"no nested shell seen: {during}; {r.stderr}"
     assert after == before, f"left in the parent: {sorted(after - before)}"
-
 
 
 def test_sigterm_with_an_outside_sender_mid_transfer_leaves_nothing(who, root, tools, spawn, private_tmp):
