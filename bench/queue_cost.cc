@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "packet/delay_queue.hh"
-#include "packet/jitter_queue.hh"
-#include "packet/loss_queue.hh"
-#include "packet/onoff_queue.hh"
+#include "queues/delay_queue.hh"
+#include "queues/jitter_queue.hh"
+#include "queues/loss_queue.hh"
+#include "queues/onoff_queue.hh"
 
 namespace {
 

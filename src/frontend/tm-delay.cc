@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "frontend/tool.hh"
-#include "packet/delay_queue.hh"
-#include "packet/jitter_queue.hh"
+#include "queues/delay_queue.hh"
+#include "queues/jitter_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include "config.h"
 #include "frontend/tool.hh"
-#include "packet/link_queue.hh"
+#include "link/link_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "frontend/tool.hh"
-#include "packet/loss_queue.hh"
+#include "queues/loss_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -7,7 +7,7 @@
 #include "config.h"
 #include "frontend/tool.hh"
 #include "modulate/modulated_link.hh"
-#include "packet/trace.hh"
+#include "link/trace.hh"
 #include "util/error.hh"
 
 namespace {

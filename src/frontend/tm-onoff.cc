@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "frontend/tool.hh"
-#include "packet/onoff_queue.hh"
+#include "queues/onoff_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "config.h"
-#include "packet/random.hh"
-#include "packet/trace_tools.hh"
+#include "util/random.hh"
+#include "frontend/trace_tools.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "config.h"
-#include "packet/random.hh"
+#include "util/random.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 

@@ -17,10 +17,10 @@
 #include "modulate/modulate_log.hh"
 #include "modulate/schedule.hh"
 #include "packet/buffer_pool.hh"
-#include "packet/link_queue.hh"
-#include "packet/loss_model.hh"
+#include "link/link_queue.hh"
+#include "channel/loss_model.hh"
 #include "packet/ring.hh"
-#include "packet/shared_medium.hh"
+#include "link/shared_medium.hh"
 
 namespace tracemod::modulate {
 

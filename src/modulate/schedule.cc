@@ -8,7 +8,7 @@
 #include <limits>
 #include <sstream>
 
-#include "packet/loss_model.hh"
+#include "channel/loss_model.hh"
 #include "util/error.hh"
 
 namespace tracemod::modulate {

@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <iostream>
 
-#include "util/command.hh"
+#include "shell/command.hh"
 #include "util/error.hh"
 
 namespace tracemod {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "packet/capture.hh"
+#include "capture/capture.hh"
 #include "util/clock.hh"
 #include "util/error.hh"
 

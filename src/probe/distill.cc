@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "probe/probe.pb.h"
-#include "record/delimited.hh"
+#include "util/delimited.hh"
 #include "util/error.hh"
 
 namespace tracemod::probe {

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "record/signals.hh"
+#include "util/signals.hh"
 #include "util/error.hh"
 
 namespace tracemod::probe {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "record/net.hh"
+#include "util/net.hh"
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
 

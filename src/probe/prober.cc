@@ -11,7 +11,7 @@
 #include "config.h"
 #include "probe/probe.pb.h"
 #include "record/raw_record.hh"
-#include "record/signals.hh"
+#include "util/signals.hh"
 #include "util/error.hh"
 
 namespace tracemod::probe {

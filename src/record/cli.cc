@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "frontend/tool.hh"
-#include "packet/trace.hh"
-#include "record/net.hh"
+#include "link/trace.hh"
+#include "util/net.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 

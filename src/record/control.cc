@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "record/delimited.hh"
+#include "util/delimited.hh"
 #include "util/error.hh"
 
 namespace tracemod::record {

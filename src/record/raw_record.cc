@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "record/delimited.hh"
+#include "util/delimited.hh"
 #include "util/error.hh"
 
 namespace tracemod::record {

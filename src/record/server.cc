@@ -10,9 +10,9 @@
 #include "record/config.hh"
 #include "record/control.hh"
 #include "record/handshake.hh"
-#include "record/net.hh"
+#include "util/net.hh"
 #include "record/session.hh"
-#include "record/signals.hh"
+#include "util/signals.hh"
 #include "util/error.hh"
 
 namespace tracemod::record {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config.h"
-#include "record/signals.hh"
+#include "util/signals.hh"
 #include "record/wire.hh"
 #include "util/error.hh"
 

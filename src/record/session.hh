@@ -8,7 +8,7 @@
 #include <string>
 
 #include "record/control.hh"
-#include "record/net.hh"
+#include "util/net.hh"
 #include "record/rate_limiter.hh"
 #include "record/recorder.hh"
 #include "record/window.hh"

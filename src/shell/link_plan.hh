@@ -23,7 +23,7 @@ struct LinkPlan {
 LinkPlan plan_link(int level, int sibling);
 
 // The kernel path's link between the host and the outermost shell's private outer namespace P0 (see
-// src/outside/outside.hh). Each running shell claims its own number N: the host end is named tmhN, and its
+// src/shell/outside.hh). Each running shell claims its own number N: the host end is named tmhN, and its
 // /30 in 100.100.0.0/16 and /64 in fd74:6d00:ffff::/48 lie outside every shell's link plan, so concurrent
 // shells never collide on the host.
 struct HostLinkPlan {

@@ -17,10 +17,10 @@
 #include <sstream>
 #include <thread>
 
-#include "outside/outside.hh"
+#include "shell/outside.hh"
 #include "packet/event_loop.hh"
 #include "shell/link_plan.hh"
-#include "util/command.hh"
+#include "shell/command.hh"
 #include "util/error.hh"
 #include "util/namespaces.hh"
 #include "util/netlink.hh"

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "outside/outside.hh"
+#include "shell/outside.hh"
 #include "packet/buffer_pool.hh"
-#include "packet/capture.hh"
+#include "capture/capture.hh"
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 

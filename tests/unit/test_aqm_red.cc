@@ -5,8 +5,8 @@
 #include <string>
 
 #include "fake.hh"
-#include "packet/aqm_red.hh"
-#include "packet/ecn.hh"
+#include "link/aqm_red.hh"
+#include "link/ecn.hh"
 #include "util/error.hh"
 
 namespace tracemod {

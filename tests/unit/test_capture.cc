@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fake.hh"
-#include "packet/capture.hh"
+#include "capture/capture.hh"
 #include "packet/segmenter.hh"
 #include "util/error.hh"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/channel_effects.hh"
-#include "packet/loss_queue.hh"
+#include "channel/channel_effects.hh"
+#include "queues/loss_queue.hh"
 #include "util/error.hh"
 
 namespace tracemod {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/corrupt.hh"
+#include "channel/corrupt.hh"
 
 namespace tracemod {
 namespace {

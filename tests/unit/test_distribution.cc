@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "packet/distribution.hh"
+#include "channel/distribution.hh"
 #include "util/error.hh"
 
 namespace tracemod {

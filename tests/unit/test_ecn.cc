@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/ecn.hh"
+#include "link/ecn.hh"
 #include "packet/segmenter.hh"
 
 namespace tracemod {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/jitter_queue.hh"
+#include "queues/jitter_queue.hh"
 
 namespace tracemod {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/link_queue.hh"
+#include "link/link_queue.hh"
 
 namespace tracemod {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fake.hh"
-#include "packet/link_queue.hh"
+#include "link/link_queue.hh"
 
 namespace tracemod {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "packet/loss_model.hh"
+#include "channel/loss_model.hh"
 #include "util/error.hh"
 
 namespace tracemod {

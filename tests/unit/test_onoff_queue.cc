@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/onoff_queue.hh"
+#include "queues/onoff_queue.hh"
 #include "util/error.hh"
 
 namespace tracemod {

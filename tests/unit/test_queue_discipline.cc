@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "fake.hh"
-#include "packet/aqm_codel.hh"
-#include "packet/aqm_pie.hh"
-#include "packet/ecn.hh"
-#include "packet/queue_discipline.hh"
+#include "link/aqm_codel.hh"
+#include "link/aqm_pie.hh"
+#include "link/ecn.hh"
+#include "link/queue_discipline.hh"
 #include "util/error.hh"
 
 namespace tracemod {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "packet/trace.hh"
+#include "link/trace.hh"
 #include "util/error.hh"
 
 namespace tracemod {

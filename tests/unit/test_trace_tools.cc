@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "packet/trace_tools.hh"
+#include "frontend/trace_tools.hh"
 #include "util/error.hh"
 
 namespace tracemod {

@@ -1,0 +1,207 @@
+#include "shell/command.hh"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "util/capabilities.hh"
+#include "util/error.hh"
+#include "util/file_descriptor.hh"
+
+namespace tracemod {
+namespace {
+
+void say(const CommandSpec& spec, const std::string& msg) {
+  const std::string line = spec.tool + ": " + msg + "\n";
+  (void)!::write(2, line.data(), line.size());
+}
+
+// A private /proc for the new pid namespace, so $$ and /proc/self agree inside. Mount events still flow in
+// from the host (slave), none flow out.
+void remount_proc(const CommandSpec& spec) {
+  if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0 ||
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+    say(spec, std::string("warning: cannot mount a private /proc (") + std::strerror(errno) +
+                  "); process ids under /proc are the host's");
+}
+
+// The command's own /etc/resolv.conf, bind-mounted in its private mount namespace only (nested shells inherit
+// it). The file lives in an anonymous tmpfs that is never attached anywhere, so nothing is left on any disk.
+bool mount_resolv_conf(const std::string& content) {
+  FileDescriptor fs(static_cast<int>(fsopen("tmpfs", FSOPEN_CLOEXEC)));
+  if (fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) return false;
+  FileDescriptor root(static_cast<int>(fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)));
+  {
+    FileDescriptor file(openat(root.get(), "resolv.conf", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    if (::write(file.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) return false;
+  }
+  FileDescriptor tree(static_cast<int>(open_tree(root.get(), "resolv.conf", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+  return move_mount(tree.get(), "", AT_FDCWD, "/etc/resolv.conf", MOVE_MOUNT_F_EMPTY_PATH) == 0;
+}
+
+void override_resolv_conf(const CommandSpec& spec) {
+  if (spec.resolv_conf.empty()) return;
+  bool ok = false;
+  try {
+    ok = mount_resolv_conf(spec.resolv_conf);
+  } catch (const std::exception&) {  // FileDescriptor refuses a failed open; errno still says why
+  }
+  if (!ok)
+    say(spec, std::string("warning: cannot point /etc/resolv.conf at the host's resolver (") + std::strerror(errno) +
+                  "); names may not resolve");
+}
+
+void noop_handler(int) {}
+
+void become(const CommandSpec& spec) {
+  const Identity& id = spec.identity;
+  if (id.change) {
+    prctl(PR_SET_KEEPCAPS, 1);  // keep permitted capabilities across the uid change, to make them ambient
+    if (setgroups(id.groups.size(), id.groups.data()) < 0 || setresgid(id.gid, id.gid, id.gid) < 0 ||
+        setresuid(id.uid, id.uid, id.uid) < 0) {
+      say(spec, std::string("cannot switch to user ") + id.user + ": " + std::strerror(errno));
+      _exit(1);
+    }
+  }
+  try {
+    raise_ambient_nesting_caps();
+  } catch (const std::exception& e) {
+    say(spec, std::string("warning: nested shells will not work: ") + e.what());
+  }
+}
+
+// An --outside command reads nothing and writes to the shell's standard error.
+void detach_streams() {
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) dup2(null, 0);
+  dup2(2, 1);
+}
+
+[[noreturn]] void exec_command(const CommandSpec& spec) {
+  // A signal the init forwarded before we exec must act on the command, not on the init's no-op handlers.
+  for (int s : forwarded_signals()) signal(s, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (spec.detach) detach_streams();
+  become(spec);
+  std::vector<char*> argv, envp;
+  for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  for (auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  execvpe(argv[0], argv.data(), envp.data());
+  const int err = errno;
+  say(spec, spec.argv[0] + ": " + std::strerror(err));
+  _exit(err == ENOENT ? 127 : 126);  // the shell convention for "not found" / "cannot run"
+}
+
+int status_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+const std::vector<int>& forwarded_signals() {
+  static const std::vector<int> sigs = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+  return sigs;
+}
+
+Identity command_identity() {
+  Identity id;
+  id.uid = geteuid();
+  id.gid = getegid();
+  const char* sudo_uid = getenv("SUDO_UID");
+  if (geteuid() != 0 || !sudo_uid || std::atol(sudo_uid) == 0) return id;
+  const passwd* pw = getpwuid(static_cast<uid_t>(std::atol(sudo_uid)));
+  if (!pw) return id;
+  id.change = true;
+  id.uid = pw->pw_uid;
+  id.gid = pw->pw_gid;
+  id.user = pw->pw_name;
+  id.home = pw->pw_dir;
+  id.shell = pw->pw_shell;
+  id.groups = {pw->pw_gid};  // only the user's own ids are mapped inside (see HostHelper)
+  return id;
+}
+
+void run_init(const CommandSpec& spec, int go_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  char go = 0;
+  if (::read(go_fd, &go, 1) != 1) _exit(1);  // the shell failed or died before the link was ready
+  ::close(go_fd);
+  if (spec.detach) setsid();  // out of the terminal's process group: Ctrl-C is for the command
+  remount_proc(spec);
+  override_resolv_conf(spec);
+
+  // As pid 1 we receive only signals we handle; a handler (kept blocked, read via signalfd) makes them arrive.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  struct sigaction sa{};
+  sa.sa_handler = noop_handler;
+  for (int s : forwarded_signals()) sigaddset(&set, s), sigaction(s, &sa, nullptr);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+
+  const pid_t child = fork();
+  if (child < 0) {
+    say(spec, std::string("fork: ") + std::strerror(errno));
+    _exit(1);
+  }
+  if (child == 0) exec_command(spec);
+
+  for (;;) {
+    signalfd_siginfo si;
+    if (::read(sfd, &si, sizeof si) != sizeof si) {
+      if (errno == EINTR) continue;
+      _exit(1);
+    }
+    if (si.ssi_signo == SIGCHLD) {
+      int status;
+      pid_t p;
+      while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+        if (p == child) _exit(status_code(status));  // the kernel then kills what the command left behind
+    } else if (si.ssi_code != SI_KERNEL) {
+      // Terminal-generated signals (SI_KERNEL) reached the command's process group directly already.
+      kill(child, static_cast<int>(si.ssi_signo));
+    }
+  }
+}
+
+pid_t start_init(const CommandSpec& spec, FileDescriptor& go) {
+  int pipe_fds[2];
+  check_syscall("pipe", pipe2(pipe_fds, O_CLOEXEC));
+  struct Args {
+    const CommandSpec* spec;
+    int read_fd, write_fd;
+  } args{&spec, pipe_fds[0], pipe_fds[1]};
+  static constexpr size_t kStack = 256 * 1024;
+  std::unique_ptr<char[]> stack(new char[kStack]);
+  auto entry = [](void* a) -> int {
+    auto* p = static_cast<Args*>(a);
+    ::close(p->write_fd);
+    run_init(*p->spec, p->read_fd);
+  };
+  const pid_t pid = clone(entry, stack.get() + kStack, CLONE_NEWPID | SIGCHLD, &args);
+  const int err = errno;
+  ::close(pipe_fds[0]);
+  go = FileDescriptor(pipe_fds[1]);
+  if (pid < 0)
+    throw_errno(err == ENOSPC ? "create pid namespace (the kernel nests at most 32)" : "create pid namespace", err);
+  return pid;
+}
+
+}  // namespace tracemod

@@ -1,0 +1,39 @@
+// --outside CMD: a command on a shell's outer side -- the namespace its link joins -- such as the server at the
+// far end of an experiment, so that its own TCP meets the emulated link end to end. It runs through `sh -c`
+// as the invoking user, under an init of its own (pid 1 of a new pid namespace) in a session of its own, so
+// everything it starts ends with it, terminal signals meant for the command do not reach it, and it dies with
+// the shell (PDEATHSIG), SIGKILL included. Its output goes to the shell's standard error.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "util/clock.hh"
+#include "shell/command.hh"
+
+namespace tracemod {
+
+class OuterCommand {
+ public:
+  // Starts SPEC (argv: sh -c CMD; spec.detach is set here) in the caller's current network namespace.
+  explicit OuterCommand(CommandSpec spec);
+  ~OuterCommand();  // kills it if it still runs
+  OuterCommand(const OuterCommand&) = delete;
+  OuterCommand& operator=(const OuterCommand&) = delete;
+
+  // Waits until one of its processes listens (a listening TCP socket, a bound UDP socket, or a packet socket),
+  // at most WAIT. Returns false if WAIT passed first; throws Error ("... exited with status N before ...") if it
+  // ended first.
+  bool wait_until_listening(Nanos wait);
+  // After SIGCHLD: true, once, if it has exited; STATUS then holds its exit status (128+N for signal N).
+  bool reap(int& status);
+  // Asks it to stop (SIGTERM), kills it after GRACE, and waits.
+  void stop(Nanos grace);
+
+ private:
+  bool listening() const;
+  pid_t init_ = -1;
+};
+
+}  // namespace tracemod

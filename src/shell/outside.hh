@@ -1,0 +1,93 @@
+// How a shell meets what lies outside its link. Theory of operation: docs/ARCHITECTURE.md §2.
+//
+// The outermost shell makes its own user namespace and a private outer namespace P0 (its link's parent), and
+// joins P0 to the host by one of three paths:
+//   kernel    the shell holds CAP_NET_ADMIN in the host's network namespace (root, sudo): a veth pair from the
+//             host to P0 and NAT (HostLink). Every packet between the command and the host or the network
+//             beyond is forwarded by the kernel, so far ends see the emulated link end to end.
+//   pasta     otherwise, where pasta can run: pasta relays at layer 4, so TCP is terminated at the host and far
+//             senders do not see the emulated link (said in one line at start).
+//   isolated  --isolated, or neither works: nothing beyond P0.
+// Every shell, outermost or nested, masquerades what its command sends beyond its parent namespace P (an
+// nftables table with the owner flag, gone when the shell's socket closes), and may run a command on its
+// outer side in P (--outside), which is how anyone gets an end-to-end far end.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "shell/host_helper.hh"
+#include "shell/outer_command.hh"
+#include "shell/link_plan.hh"
+#include "util/clock.hh"
+#include "shell/command.hh"
+#include "util/file_descriptor.hh"
+#include "util/netlink.hh"
+#include "shell/nftables.hh"
+
+namespace tracemod {
+
+// $TM_BASE and $TM_BASE6: addresses on P0's loopback, outside every link plan. TCP and UDP to them go on to the
+// host (kernel and pasta paths); everything else -- ping, and all traffic when isolated -- is answered by P0,
+// where the outermost shell's --outside commands run. They differ from the outermost shell's $TM_OUTER, the
+// outer end of its link, which always reaches P0 itself.
+constexpr const char* kBase4 = "100.127.255.1";
+constexpr const char* kBase6 = "fd74:6d00:1::1";
+
+struct OutsideOptions {
+  enum class Path { kAuto, kPasta, kIsolated };
+  Path path = Path::kAuto;                   // --pasta, --isolated
+  bool forwarding = false;                   // --forwarding: turn the host's forwarding on for the kernel path
+  std::string command;                       // --outside CMD
+  Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen
+};
+
+class Outside {
+ public:
+  enum class Path { kNested, kKernel, kPasta, kIsolated };
+
+  // DEPTH 0 (outermost): makes the shell's own user namespace and P0, enters P0 and joins it to the host as
+  // OPTIONS ask. Deeper: P is the enclosing shell's command namespace, where the shell already is.
+  Outside(const std::string& tool, const OutsideOptions& options, const Identity& id, int depth, bool verbose);
+  ~Outside();
+  Outside(const Outside&) = delete;
+  Outside& operator=(const Outside&) = delete;
+
+  Path path() const { return path_; }
+  // What the command (and --outside command) sees as /etc/resolv.conf, if not the host's own.
+  const std::string& resolv_conf() const { return resolv_conf_; }
+
+  // Once this shell's link is configured in P (through P_NL): NAT, and for the outermost shell the mapping of
+  // TCP and UDP for $TM_BASE/$TM_BASE6 to the host's services.
+  void connect(const LinkPlan& plan, Netlink& p_nl);
+  // Starts --outside CMD, if given, in P as SPEC (argv and environment filled by the caller) and waits until it
+  // listens. Throws Error if it ends first.
+  void start_command(CommandSpec spec);
+  // After SIGCHLD: reaps what the outside holds (pasta, the --outside command) and says in one line if the
+  // --outside command ended while the command runs.
+  void on_child_exit();
+  // When the command has ended: stops the --outside command and takes the path to the host down.
+  void finish();
+
+ private:
+  void enter_own_namespaces(const Identity& id);
+  void request_kernel_path();
+  void finish_kernel_path();
+  void join_without_kernel(bool verbose);
+  void join_by_pasta(bool verbose);
+  std::string nat_rules(const std::string& table, const LinkPlan& p) const;
+
+  std::string tool_;
+  OutsideOptions options_;
+  Path path_ = Path::kNested;
+  bool verbose_ = false;
+  std::unique_ptr<HostHelper> host_;
+  FileDescriptor p0_;       // P0, held open for pasta and the helper to find
+  HostLinkPlan host_link_;  // the kernel path's link
+  std::string resolv_conf_;
+  std::string host_gateway4_, host_gateway6_;  // where $TM_BASE's TCP and UDP go (empty: nowhere)
+  std::unique_ptr<OwnedNftTable> nat_;
+  std::unique_ptr<OuterCommand> command_;
+};
+
+}  // namespace tracemod
