@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
        [](BufferPool& pool) {
          auto s = std::make_unique<RandomOnOff>(Distribution::exponential(1e9), Distribution::exponential(1e7),
                                                 RandomStream(1, 9), 0);
-         return std::make_unique<OnOffQueue>(std::move(s), OnOffQueue::OffMode::kDrop, QueueLimits{}, pool);
+         return std::make_unique<OnOffQueue>(std::move(s), OnOffQueue::OffMode::kDrop, QueueSize{}, pool);
        }},
   };
   for (const auto& [name, make] : queues) std::printf("%s\t%.1f\n", name.c_str(), cost(make, n));

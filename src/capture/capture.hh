@@ -20,15 +20,15 @@
 #include <string>
 #include <vector>
 
-#include "packet/packet_queue.hh"
 #include "capture/pcapng.hh"
+#include "packet/packet_queue.hh"
 
 namespace tracemod {
 
 // One direction of a capture. The ferry tells it of each frame leaving the queue; the queue, of each drop.
-class DirectionCapture : public DropObserver {
+class DirectionCapture final : public DropObserver, public DepartureObserver {
  public:
-  void departed(const Packet& p) { write(*passed_, p, std::max(p.release, p.arrival), {}); }
+  void departed(const Packet& p) override { write(*passed_, p, std::max(p.release, p.arrival), {}); }
   void dropped(const Packet& p, Nanos now) override { write(*drops_, p, now, drop_comment_); }
 
  private:
@@ -45,7 +45,7 @@ class DirectionCapture : public DropObserver {
 
 class Ferry;
 
-class LinkCapture {
+class LinkCapture final : public FerryObserver {
  public:
   static constexpr uint32_t kDefaultSnaplen = 128;
   static constexpr uint32_t kMaxSnaplen = 262144;  // tcpdump's "whole frame"
@@ -71,10 +71,10 @@ class LinkCapture {
   // Writes the headers only: the tool, and COMMENTS (attach does this).
   void start(const std::string& tool, const std::vector<std::string>& comments);
   // Direction D's capture (0 uplink, 1 downlink), or null if it is not captured.
-  DirectionCapture* direction(int d) { return captured_[d] ? &dirs_[d] : nullptr; }
+  DirectionCapture* direction(int d) override { return captured_[d] ? &dirs_[d] : nullptr; }
   // Buffered frames are written at least every kFlushEvery: when, or kNever if nothing waits.
-  Nanos flush_due() const;
-  void flush(Nanos now);
+  Nanos flush_due() const override;
+  void flush(Nanos now) override;
   // Writes everything; returns one line per file that could not be written (empty if none).
   std::vector<std::string> finish();
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "link/queue_discipline.hh"
 #include "util/error.hh"
+#include "util/parse.hh"
 #include "util/parse.hh"
 
 namespace tracemod {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "channel/loss_model.hh"
-#include "util/random.hh"
 #include "util/clock.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 

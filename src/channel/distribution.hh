@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "util/random.hh"
 #include "util/clock.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "frontend/tool.hh"
 #include "link/link_queue.hh"
+#include "link/queue_factory.hh"
 #include "util/error.hh"
 
 namespace {

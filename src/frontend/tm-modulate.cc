@@ -6,8 +6,8 @@
 
 #include "config.h"
 #include "frontend/tool.hh"
-#include "modulate/modulated_link.hh"
 #include "link/trace.hh"
+#include "modulate/modulated_link.hh"
 #include "util/error.hh"
 
 namespace {

@@ -73,7 +73,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const std::string mode = option_text(vm, "off-mode");
   if (mode != "drop" && mode != "hold") throw UsageError("invalid --off-mode '" + mode + "': expected drop or hold");
   const OnOffQueue::OffMode off_mode = mode == "hold" ? OnOffQueue::OffMode::kHold : OnOffQueue::OffMode::kDrop;
-  const QueueLimits hold{read_count(vm, "hold-packets"), read_count(vm, "hold-bytes")};
+  const QueueSize hold{read_count(vm, "hold-packets"), read_count(vm, "hold-bytes")};
   const uint64_t seed = read_seed(vm);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = std::string("[onoff") + ((*dirs)[0].given() ? " up" : "") + ((*dirs)[1].given() ? " down" : "") +

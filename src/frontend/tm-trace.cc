@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "config.h"
-#include "util/random.hh"
 #include "frontend/trace_tools.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
+#include "util/random.hh"
 
 namespace {
 

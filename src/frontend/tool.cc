@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "config.h"
-#include "util/random.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 namespace {

@@ -11,9 +11,9 @@
 #include <cstdio>
 #include <map>
 
-#include "util/random.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 namespace {

@@ -82,7 +82,7 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
 
 std::string CodelQueue::describe() const {
   return "codel target=" + format_ms(params_.target) + " interval=" + format_ms(params_.interval) +
-         describe_limits(params_.limits) + (params_.ecn ? " ecn=1" : "");
+         describe_queue_size(params_.limits) + (params_.ecn ? " ecn=1" : "");
 }
 
 }  // namespace tracemod

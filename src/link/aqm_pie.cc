@@ -81,7 +81,7 @@ bool PieQueue::dequeue(QueuedPacket& out, Nanos now, DropSink&) {
 
 std::string PieQueue::describe() const {
   return "pie qdelay_ref=" + format_ms(params_.qdelay_ref) + " max_burst=" + format_ms(params_.max_burst) +
-         describe_limits(params_.limits) + (params_.ecn ? " ecn=1" : "");
+         describe_queue_size(params_.limits) + (params_.ecn ? " ecn=1" : "");
 }
 
 }  // namespace tracemod

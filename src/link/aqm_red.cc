@@ -65,7 +65,7 @@ bool RedQueue::takes_whole(const QueuedPacket& p) const {
 std::string RedQueue::describe() const {
   const RedParams& r = params_;
   std::ostringstream s;
-  s << "red" << describe_limits(r.limits) << " min=" << r.min << " max=" << r.max << " probability=" << r.probability
+  s << "red" << describe_queue_size(r.limits) << " min=" << r.min << " max=" << r.max << " probability=" << r.probability
     << " wq=" << r.wq << (r.gentle ? " gentle=1" : "") << (r.ecn ? " ecn=1" : "");
   return s.str();
 }

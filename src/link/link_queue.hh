@@ -16,11 +16,11 @@
 #include <string>
 
 #include "link/link_log.hh"
-#include "packet/packet_queue.hh"
 #include "link/queue_discipline.hh"
-#include "packet/ring.hh"
 #include "link/shared_medium.hh"
 #include "link/trace.hh"
+#include "packet/packet_queue.hh"
+#include "packet/ring.hh"
 
 namespace tracemod {
 

@@ -11,10 +11,10 @@
 
 #include "packet/packet.hh"
 #include "packet/packet_queue.hh"
-#include "util/random.hh"
 #include "packet/ring.hh"
 #include "util/clock.hh"
 #include "util/parse.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 
@@ -86,25 +86,9 @@ class QueueDiscipline {
   uint64_t memory_limit_;
 };
 
-// " packets=100 bytes=150000" for the limits that are set (empty if none), for describe().
-std::string describe_limits(const QueueLimits& limits);
-// Milliseconds as the user wrote them: "5", "2.5", "0.125".
-std::string format_ms(Nanos t);
 
-// NAME is infinite|droptail|drophead|codel|pie|red (an error about it names OPTION without its "-args" suffix);
-// ARGS the comma-separated key=value list of OPTION, e.g. --uplink-queue-args (spaces after commas allowed):
-//   infinite  no arguments
-//   droptail  packets=N and/or bytes=N (at least one above 0; 0 is no limit of that kind)
-//   drophead  the same
-//   codel     target=MS,interval=MS (both required), a limit as for droptail, ecn=0|1
-//   pie       qdelay_ref=MS,max_burst=MS (both required), a limit as for droptail, ecn=0|1
-//   red       packets=N or bytes=N (one: the hard limit), min=N,max=N (required, in that unit, min < max <=
-//             the limit), probability=P (0.02), wq=W (0.002), gentle=0|1 (0), ecn=0|1 (0)
-// Times in ms, fractions allowed. Unknown names, unknown, repeated or missing keys, and bad values throw
-// UsageError naming OPTION. RANDOM feeds the policies that drop at random (PIE, RED). MEMORY_LIMIT is the buffer
-// memory bound (tests make it small).
-std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option, const std::string& name,
-                                                       const std::string& args, RandomStream random,
-                                                       uint64_t memory_limit = QueueDiscipline::kMemoryLimit);
+// The FIFOs without an AQM: NAME is infinite (LIMITS unused), droptail or drophead.
+std::unique_ptr<QueueDiscipline> make_fifo_queue(const std::string& name, const QueueLimits& limits,
+                                                 uint64_t memory_limit = QueueDiscipline::kMemoryLimit);
 
 }  // namespace tracemod

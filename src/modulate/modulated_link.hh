@@ -13,14 +13,14 @@
 #include <memory>
 #include <string>
 
+#include "channel/loss_model.hh"
+#include "link/link_queue.hh"
+#include "link/shared_medium.hh"
 #include "modulate/bottleneck.hh"
 #include "modulate/modulate_log.hh"
 #include "modulate/schedule.hh"
 #include "packet/buffer_pool.hh"
-#include "link/link_queue.hh"
-#include "channel/loss_model.hh"
 #include "packet/ring.hh"
-#include "link/shared_medium.hh"
 
 namespace tracemod::modulate {
 

@@ -3,7 +3,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,7 +10,6 @@
 #include <cerrno>
 #include <iostream>
 
-#include "shell/command.hh"
 #include "util/error.hh"
 
 namespace tracemod {
@@ -25,22 +23,12 @@ int wait_status(int status) {
 
 }  // namespace
 
-sigset_t shell_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  for (int s : forwarded_signals()) sigaddset(&set, s);
-  return set;
-}
-
 EventLoop::EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
                      std::function<void()> on_child_exit)
     : tool_(tool), ferry_(ferry), init_(init), on_child_exit_(std::move(on_child_exit)) {
   queues_[Ferry::kUplink] = up;
   queues_[Ferry::kDownlink] = down;
-  sigset_t set = shell_signals();
-  signals_ =
-      FileDescriptor(static_cast<int>(check_syscall("signalfd", signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK))));
+  signals_ = SignalFd(shell_signals());
   epoll_ = FileDescriptor(static_cast<int>(check_syscall("epoll_create", epoll_create1(EPOLL_CLOEXEC))));
   watch(signals_.get(), kSignalTag);
   watch(ferry.fd_for_arrivals(Ferry::kUplink), Ferry::kUplink);
@@ -149,7 +137,7 @@ int EventLoop::poll(epoll_event* ev, Nanos timeout) {
 // Returns true, with STATUS, once the command's init has exited.
 bool EventLoop::on_signals(int& status) {
   signalfd_siginfo si;
-  while (::read(signals_.get(), &si, sizeof si) == sizeof si) {
+  while (signals_.read(si)) {
     if (si.ssi_signo != SIGCHLD) {
       // The terminal's own signals (SI_KERNEL) reached the command's process group already.
       if (si.ssi_code != SI_KERNEL) kill(init_, static_cast<int>(si.ssi_signo));

@@ -12,11 +12,9 @@
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "util/file_descriptor.hh"
+#include "util/signals.hh"
 
 namespace tracemod {
-
-// The signals a shell blocks and reads through signalfd: SIGCHLD and those it passes on to the command.
-sigset_t shell_signals();
 
 class EventLoop {
  public:
@@ -42,7 +40,8 @@ class EventLoop {
   Nanos last_arrival_ = 0, last_epoll_ = 0;
   int last_batch_ = 0;      // frames read in the last turn that read any
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
-  FileDescriptor signals_, epoll_;
+  SignalFd signals_;
+  FileDescriptor epoll_;
 };
 
 }  // namespace tracemod

@@ -14,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "capture/capture.hh"
 #include "util/clock.hh"
 #include "util/error.hh"
 
@@ -156,7 +155,7 @@ class Ferry::Sender : public PacketSink {
     counters_.send_errors += large_.flush();
   }
 
-  void set_capture(DirectionCapture* c) { capture_ = c; }
+  void set_capture(DepartureObserver* c) { capture_ = c; }
 
  private:
   // A header length covering the whole frame makes the kernel copy all of it into the skb's linear area
@@ -170,7 +169,7 @@ class Ferry::Sender : public PacketSink {
   TxRing& ring_;
   LargeBatch large_;
   FerryCounters& counters_;
-  DirectionCapture* capture_ = nullptr;
+  DepartureObserver* capture_ = nullptr;
 };
 
 Ferry::Ferry(PacketSockets outer, PacketSockets inner, BufferPool& pool)
@@ -282,7 +281,7 @@ void Ferry::release(Direction d, PacketQueue& queue, Nanos now) {
   senders_[d]->flush();
 }
 
-void Ferry::set_capture(LinkCapture* capture) {
+void Ferry::set_capture(FerryObserver* capture) {
   capture_ = capture;
   for (auto d : {kUplink, kDownlink}) senders_[d]->set_capture(capture ? capture->direction(d) : nullptr);
 }

@@ -39,7 +39,6 @@ struct FerryCounters {
   uint64_t lost_on_receive() const { return ring_full + truncated; }
 };
 
-class LinkCapture;
 
 class Ferry {
  public:
@@ -60,7 +59,7 @@ class Ferry {
   void release(Direction d, PacketQueue& queue, Nanos now);
   // Shows CAPTURE (not owned; null: none) each frame as it leaves a queue, and lets it write out what it
   // buffered (flush_capture) when capture_due() says.
-  void set_capture(LinkCapture* capture);
+  void set_capture(FerryObserver* capture);
   Nanos capture_due() const;
   void flush_capture(Nanos now);
   // Counters so far; reading them also collects the kernel's (which it clears when read).
@@ -81,7 +80,7 @@ class Ferry {
   BufferPool& pool_;
   Buffer spare_;  // where a frame too large for a ring slot is read
   std::unique_ptr<Sender> senders_[2];
-  LinkCapture* capture_ = nullptr;
+  FerryObserver* capture_ = nullptr;
   mutable FerryCounters counters_;
 };
 

@@ -58,6 +58,25 @@ class DropObserver {
   virtual void dropped(const Packet& p, Nanos now) = 0;
 };
 
+// Told of every frame as it leaves its queue for the far side (e.g. to capture it); see FerryObserver.
+class DepartureObserver {
+ public:
+  virtual ~DepartureObserver() = default;
+  virtual void departed(const Packet& p) = 0;
+};
+
+// What watches a whole link from outside the engine (capture/): one departure observer per direction, and
+// output it buffers, which the event loop lets it write when flush_due() says.
+class FerryObserver {
+ public:
+  virtual ~FerryObserver() = default;
+  // Direction D's observer (0 uplink, 1 downlink), or null if that direction is not watched.
+  virtual DepartureObserver* direction(int d) = 0;
+  // When buffered output must be written, or kNever if nothing waits.
+  virtual Nanos flush_due() const = 0;
+  virtual void flush(Nanos now) = 0;
+};
+
 class PacketQueue {
  public:
   virtual ~PacketQueue() = default;

@@ -99,7 +99,7 @@ int probe(const std::vector<std::string>& args) {
   c.duration = duration(vm, "duration", 0, 1);
   c.timeout = duration(vm, "timeout", c.timeout, 1 * kMillisecond);
   c.quiet = vm.count("quiet") > 0;
-  c.address = record::resolve("TARGET", c.target, port(vm));
+  c.address = resolve("TARGET", c.target, port(vm));
   const std::string summary = run_probe(c);
   if (!c.quiet) std::cerr << summary << "\n";
   return 0;

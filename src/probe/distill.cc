@@ -165,7 +165,7 @@ Record read_record(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
   Record r;
   ProbeEntry entry;
-  const uint64_t n = record::read_delimited(path, entry, "tm-probe raw entry", [&](uint64_t i) {
+  const uint64_t n = read_delimited(path, entry, "tm-probe raw entry", [&](uint64_t i) {
     if (i == 1 && !entry.has_header()) throw UsageError(path + ": not a tm-probe raw record (no header)");
     if (entry.has_header()) r.header = entry.header();
     if (entry.has_footer()) r.ended = true;

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "util/signals.hh"
 #include "util/error.hh"
+#include "util/signals.hh"
 
 namespace tracemod::probe {
 namespace {
@@ -89,7 +89,7 @@ Method parse_method(const std::string& option, const std::string& text) {
   throw UsageError("invalid " + option + " '" + text + "': expected auto, ping, raw or udp");
 }
 
-EchoSocket::EchoSocket(Method method, const record::SocketAddress& target)
+EchoSocket::EchoSocket(Method method, const SocketAddress& target)
     : target_(target), v6_(target.family() == AF_INET6), session_(random32()), icmp_id_(0), buf_(70000) {
   icmp_id_ = static_cast<uint16_t>(session_);
   open(method);
@@ -303,9 +303,9 @@ namespace {
 
 // The server's socket: all addresses, IPv6 and IPv4 on one socket, or IPv4 alone where the kernel has no IPv6.
 FileDescriptor server_socket(const std::string& bind_address, uint16_t port) {
-  record::SocketAddress at;
+  SocketAddress at;
   if (!bind_address.empty()) {
-    at = record::resolve("--bind", bind_address, port);
+    at = resolve("--bind", bind_address, port);
   } else {
     auto* a6 = reinterpret_cast<sockaddr_in6*>(&at.storage);
     a6->sin6_family = AF_INET6;
@@ -314,7 +314,7 @@ FileDescriptor server_socket(const std::string& bind_address, uint16_t port) {
   }
   int fd = socket(at.family(), SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0 && errno == EAFNOSUPPORT && bind_address.empty()) {
-    at = record::SocketAddress{};
+    at = SocketAddress{};
     auto* a4 = reinterpret_cast<sockaddr_in*>(&at.storage);
     a4->sin_family = AF_INET;
     a4->sin_port = htons(port);
@@ -333,7 +333,7 @@ FileDescriptor server_socket(const std::string& bind_address, uint16_t port) {
 }  // namespace
 
 int run_echo_server(const std::string& bind_address, uint16_t port, bool quiet) {
-  FileDescriptor signals = record::block_stop_signals();
+  const SignalFd signals = block_stop_signals();
   FileDescriptor s = server_socket(bind_address, port);
   if (!quiet) std::cout << "tm-probe server: answering UDP echoes on port " << port << std::endl;
   std::vector<uint8_t> buf(70000);
@@ -341,7 +341,7 @@ int run_echo_server(const std::string& bind_address, uint16_t port, bool quiet) 
   for (;;) {
     pollfd fds[2] = {{s.get(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
     if (poll(fds, 2, -1) < 0 && errno != EINTR) throw_errno("poll", errno);
-    if (fds[1].revents && record::take_signal(signals.get())) break;
+    if (fds[1].revents && signals.take()) break;
     for (;;) {
       sockaddr_storage from{};
       socklen_t from_len = sizeof from;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "util/net.hh"
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
+#include "util/net.hh"
 
 namespace tracemod::probe {
 
@@ -37,7 +37,7 @@ class EchoSocket {
 
   // A socket of METHOD toward TARGET (kAuto: a ping socket if the kernel allows one, else a raw socket).
   // Throws Error with what to do when ICMP is not allowed.
-  EchoSocket(Method method, const record::SocketAddress& target);
+  EchoSocket(Method method, const SocketAddress& target);
   const char* method_name() const;  // "icmp-ping-socket", "icmp-raw-socket", "udp"
   int fd() const { return fd_.get(); }
   bool ipv6() const { return v6_; }
@@ -62,7 +62,7 @@ class EchoSocket {
   void read_timestamps(std::vector<Sent>& sent, Nanos offset);
   bool ours(const uint8_t* data, size_t n, uint64_t& seq) const;
 
-  record::SocketAddress target_;
+  SocketAddress target_;
   bool v6_;
   Method method_ = Method::kAuto;
   FileDescriptor fd_;

@@ -10,9 +10,9 @@
 
 #include "config.h"
 #include "probe/probe.pb.h"
-#include "record/raw_record.hh"
-#include "util/signals.hh"
+#include "util/delimited.hh"
 #include "util/error.hh"
+#include "util/signals.hh"
 
 namespace tracemod::probe {
 namespace {
@@ -21,7 +21,7 @@ constexpr Nanos kFlushEvery = 1000 * kMillisecond;
 
 class Prober {
  public:
-  Prober(const ProbeConfig& c, EchoSocket& socket, record::RawWriter& out)
+  Prober(const ProbeConfig& c, EchoSocket& socket, DelimitedWriter& out)
       : c_(c), socket_(socket), out_(out), start_(monotonic_now()), next_tick_(start_) {}
   std::string run();
 
@@ -41,7 +41,7 @@ class Prober {
 
   const ProbeConfig& c_;
   EchoSocket& socket_;
-  record::RawWriter& out_;
+  DelimitedWriter& out_;
   Nanos start_, next_tick_, last_flush_ = 0;
   uint64_t seq_ = 0, triplet_ = 0, replies_ = 0;
   int64_t open_triplet_ = -1;  // the triplet whose small echo may still start its pair
@@ -134,7 +134,7 @@ Nanos Prober::wake_at() const {
 }
 
 std::string Prober::run() {
-  FileDescriptor signals = record::block_stop_signals();
+  const SignalFd signals = block_stop_signals();
   for (;;) {
     Nanos now = monotonic_now();
     if (sending() && now >= next_tick_) tick(now);
@@ -144,7 +144,7 @@ std::string Prober::run() {
     const timespec timeout{static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
     pollfd fds[2] = {{socket_.fd(), POLLIN | POLLERR, 0}, {signals.get(), POLLIN, 0}};
     if (ppoll(fds, 2, &timeout, nullptr) < 0 && errno != EINTR) throw_errno("poll", errno);
-    if (fds[1].revents && record::take_signal(signals.get())) {
+    if (fds[1].revents && signals.take()) {
       if (stopped_) break;  // the second signal: stop at once
       stopped_ = true;
       reason_ = "interrupted";
@@ -181,7 +181,7 @@ std::string run_probe(const ProbeConfig& c) {
                        std::to_string(EchoSocket::kMaxSize) + " IP bytes");
   if (c.small >= c.large)
     throw UsageError("--small must be smaller than --large: the delays of the two sizes give F and V");
-  record::RawWriter out(c.output);
+  DelimitedWriter out(c.output);
   ProbeEntry entry;
   Header* h = entry.mutable_header();
   h->set_format_version(1);

@@ -11,7 +11,7 @@ namespace tracemod::probe {
 
 struct ProbeConfig {
   std::string target;             // as the user gave it
-  record::SocketAddress address;  // what it resolved to (the port only for UDP)
+  SocketAddress address;  // what it resolved to (the port only for UDP)
   Method method = Method::kAuto;
   uint32_t small = 64, large = 1400;  // IP bytes
   Nanos interval = 1000 * kMillisecond;

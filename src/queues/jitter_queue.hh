@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "packet/buffer_pool.hh"
 #include "channel/distribution.hh"
+#include "packet/buffer_pool.hh"
 #include "packet/packet_queue.hh"
 #include "packet/ring.hh"
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "packet/buffer_pool.hh"
 #include "channel/channel_effects.hh"
 #include "channel/corrupt.hh"
 #include "channel/loss_model.hh"
+#include "packet/buffer_pool.hh"
 #include "packet/packet_queue.hh"
-#include "util/random.hh"
 #include "packet/ring.hh"
+#include "util/random.hh"
 
 namespace tracemod {
 

@@ -78,7 +78,7 @@ std::vector<FileOnOff::Event> FileOnOff::load(const std::string& path) {
   return events;
 }
 
-OnOffQueue::OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, const QueueLimits& hold, BufferPool& pool)
+OnOffQueue::OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, const QueueSize& hold, BufferPool& pool)
     : schedule_(std::move(schedule)), mode_(mode), limits_(hold), pool_(pool) {}
 
 bool OnOffQueue::fits(uint64_t segments, uint64_t ip_bytes, uint64_t buffer_bytes) const {
@@ -153,7 +153,7 @@ Nanos OnOffQueue::next_event() const {
 std::string OnOffQueue::summary() const {
   std::string s = schedule_->describe() + "; off: ";
   if (mode_ == OffMode::kDrop) return s + "drop: " + std::to_string(dropped_off_) + " packets dropped";
-  return s + "hold" + describe_limits(limits_) + ": " + std::to_string(held_) + " packets held";
+  return s + "hold" + describe_queue_size(limits_) + ": " + std::to_string(held_) + " packets held";
 }
 
 }  // namespace tracemod

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "packet/buffer_pool.hh"
 #include "channel/distribution.hh"
+#include "packet/buffer_pool.hh"
 #include "packet/packet_queue.hh"
-#include "link/queue_discipline.hh"
 #include "packet/ring.hh"
+#include "util/parse.hh"
 
 namespace tracemod {
 
@@ -76,7 +76,7 @@ class OnOffQueue : public PacketQueue {
  public:
   enum class OffMode { kDrop, kHold };
   // HOLD limits the packets held while off (wire packets and IP bytes, 0: no limit of that kind).
-  OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, const QueueLimits& hold, BufferPool& pool);
+  OnOffQueue(std::unique_ptr<OnOffSchedule> schedule, OffMode mode, const QueueSize& hold, BufferPool& pool);
   void enqueue(Packet&& p, Nanos now) override;
   void dequeue_ready(Nanos now, PacketSink& out) override;
   Nanos next_event() const override;
@@ -95,7 +95,7 @@ class OnOffQueue : public PacketQueue {
 
   std::unique_ptr<OnOffSchedule> schedule_;
   OffMode mode_;
-  QueueLimits limits_;
+  QueueSize limits_;
   BufferPool& pool_;
   Ring<Packet> queue_;    // release times never decrease
   Ring<Packet> control_;  // link-control frames, leaving as they came: never behind held packets

@@ -6,10 +6,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "frontend/tool.hh"
 #include "link/trace.hh"
-#include "util/net.hh"
 #include "util/error.hh"
+#include "util/net.hh"
 #include "util/parse.hh"
 
 namespace tracemod::record {

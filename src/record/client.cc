@@ -7,10 +7,10 @@
 #include "record/config.hh"
 #include "record/control.hh"
 #include "record/handshake.hh"
-#include "util/net.hh"
 #include "record/session.hh"
-#include "util/signals.hh"
 #include "util/error.hh"
+#include "util/net.hh"
+#include "util/signals.hh"
 
 namespace tracemod::record {
 namespace {
@@ -51,7 +51,7 @@ int run_client(const ClientConfig& c) {
   FileDescriptor data = udp_socket(data_to.family(), c.data_dev);
   check_syscall("connect the data socket to " + data_to.text(), connect(data.get(), data_to.get(), data_to.length));
   // Until now Ctrl-C simply ends the client: there is nothing to keep yet.
-  FileDescriptor signals = block_stop_signals();
+  const SignalFd signals = block_stop_signals();
   SessionSetup s;
   s.session = answer.welcome().session();
   s.send = c.up;

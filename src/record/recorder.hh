@@ -77,7 +77,7 @@ class Recorder {
  private:
   RecorderOptions options_;
   TraceWriter trace_;
-  RawWriter raw_;
+  DelimitedWriter raw_;
   ArrivalStats stats_;
   bool finished_ = false;
 };

@@ -10,10 +10,10 @@
 #include "record/config.hh"
 #include "record/control.hh"
 #include "record/handshake.hh"
-#include "util/net.hh"
 #include "record/session.hh"
-#include "util/signals.hh"
 #include "util/error.hh"
+#include "util/net.hh"
+#include "util/signals.hh"
 
 namespace tracemod::record {
 namespace {
@@ -111,7 +111,7 @@ int serve(const ServerConfig& c, ControlStream& control, int data_fd, int signal
 }  // namespace
 
 int run_server(const ServerConfig& c) {
-  FileDescriptor signals = block_stop_signals();
+  const SignalFd signals = block_stop_signals();
   const SocketAddress data_at = data_address(c);
   const SocketAddress feedback_at =
       parse_endpoint("--feedback", c.feedback.empty() ? ":" + std::to_string(kDefaultFeedbackPort) : c.feedback,

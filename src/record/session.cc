@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "config.h"
-#include "util/signals.hh"
 #include "record/wire.hh"
 #include "util/error.hh"
+#include "util/signals.hh"
 
 namespace tracemod::record {
 namespace {

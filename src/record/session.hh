@@ -8,10 +8,10 @@
 #include <string>
 
 #include "record/control.hh"
-#include "util/net.hh"
 #include "record/rate_limiter.hh"
 #include "record/recorder.hh"
 #include "record/window.hh"
+#include "util/net.hh"
 
 namespace tracemod::record {
 

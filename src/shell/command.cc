@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "util/capabilities.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "util/signals.hh"
 
 namespace tracemod {
 namespace {
@@ -114,11 +114,6 @@ int status_code(int status) {
 
 }  // namespace
 
-const std::vector<int>& forwarded_signals() {
-  static const std::vector<int> sigs = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-  return sigs;
-}
-
 Identity command_identity() {
   Identity id;
   id.uid = geteuid();
@@ -147,14 +142,10 @@ void run_init(const CommandSpec& spec, int go_fd) {
   override_resolv_conf(spec);
 
   // As pid 1 we receive only signals we handle; a handler (kept blocked, read via signalfd) makes them arrive.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
   struct sigaction sa{};
   sa.sa_handler = noop_handler;
-  for (int s : forwarded_signals()) sigaddset(&set, s), sigaction(s, &sa, nullptr);
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-  int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+  for (int s : forwarded_signals()) sigaction(s, &sa, nullptr);
+  const SignalFd signals(shell_signals(), /*blocking=*/true);
 
   const pid_t child = fork();
   if (child < 0) {
@@ -165,7 +156,7 @@ void run_init(const CommandSpec& spec, int go_fd) {
 
   for (;;) {
     signalfd_siginfo si;
-    if (::read(sfd, &si, sizeof si) != sizeof si) {
+    if (!signals.read(si)) {
       if (errno == EINTR) continue;
       _exit(1);
     }

@@ -41,7 +41,4 @@ struct CommandSpec {
 // caller must stay able to start threads.
 pid_t start_init(const CommandSpec& spec, FileDescriptor& go);
 
-// Signals the shell and its init pass on to the command.
-const std::vector<int>& forwarded_signals();
-
 }  // namespace tracemod

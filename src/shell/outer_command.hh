@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "util/clock.hh"
 #include "shell/command.hh"
+#include "util/clock.hh"
 
 namespace tracemod {
 

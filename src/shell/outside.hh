@@ -16,14 +16,14 @@
 #include <memory>
 #include <string>
 
-#include "shell/host_helper.hh"
-#include "shell/outer_command.hh"
-#include "shell/link_plan.hh"
-#include "util/clock.hh"
 #include "shell/command.hh"
+#include "shell/host_helper.hh"
+#include "shell/link_plan.hh"
+#include "shell/nftables.hh"
+#include "shell/outer_command.hh"
+#include "util/clock.hh"
 #include "util/file_descriptor.hh"
 #include "util/netlink.hh"
-#include "shell/nftables.hh"
 
 namespace tracemod {
 

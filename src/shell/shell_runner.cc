@@ -17,13 +17,14 @@
 #include <sstream>
 #include <thread>
 
-#include "shell/outside.hh"
 #include "packet/event_loop.hh"
-#include "shell/link_plan.hh"
 #include "shell/command.hh"
+#include "shell/link_plan.hh"
+#include "shell/outside.hh"
 #include "util/error.hh"
 #include "util/namespaces.hh"
 #include "util/netlink.hh"
+#include "util/signals.hh"
 #include "util/sysctl.hh"
 
 extern char** environ;
@@ -205,8 +206,7 @@ CommandSpec outer_command_spec(const ShellOptions& o, const Identity& id, const 
 
 int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   prctl(PR_SET_TIMERSLACK, 1UL);  // wake-ups as exact as the timer allows; delays are the product
-  sigset_t sigs = shell_signals();
-  sigprocmask(SIG_BLOCK, &sigs, nullptr);
+  block_signals(shell_signals());
   if (o.verbose)
     for (const auto& line : o.log_lines) std::cerr << o.tool << ": " << line << "\n";
 

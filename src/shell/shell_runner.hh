@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "shell/outside.hh"
-#include "packet/buffer_pool.hh"
 #include "capture/capture.hh"
+#include "packet/buffer_pool.hh"
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
+#include "shell/outside.hh"
 
 namespace tracemod {
 

@@ -8,13 +8,14 @@
 #include <google/protobuf/message_lite.h>
 
 #include <climits>
+#include <cstdio>
 #include <functional>
 #include <string>
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 
-namespace tracemod::record {
+namespace tracemod {
 
 inline void append_delimited(const google::protobuf::MessageLite& message, std::string& out) {
   const size_t size = message.ByteSizeLong();
@@ -56,4 +57,24 @@ inline uint64_t read_delimited(const std::string& path, google::protobuf::Messag
   return n;
 }
 
-}  // namespace tracemod::record
+// A file of length-delimited messages, written as they come and flushed about every 64 KiB (and by flush()),
+// so an interrupted recording keeps all but its last moments.
+class DelimitedWriter {
+ public:
+  explicit DelimitedWriter(const std::string& path);  // creates or truncates; throws Error
+  ~DelimitedWriter();
+  DelimitedWriter(const DelimitedWriter&) = delete;
+  DelimitedWriter& operator=(const DelimitedWriter&) = delete;
+
+  void write(const google::protobuf::MessageLite& entry);
+  void flush();
+  void close();  // flushes and closes; throws on a write error
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  FILE* file_ = nullptr;
+  std::string buf_;
+};
+
+}  // namespace tracemod

@@ -15,7 +15,7 @@
 
 #include "util/error.hh"
 
-namespace tracemod::record {
+namespace tracemod {
 
 bool SocketAddress::is_ipv6() const {
   if (family() != AF_INET6) return false;
@@ -162,4 +162,4 @@ FileDescriptor listen_stream(const SocketAddress& at, const std::string& device)
   return fd;
 }
 
-}  // namespace tracemod::record
+}  // namespace tracemod

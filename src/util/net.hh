@@ -8,7 +8,7 @@
 
 #include "util/file_descriptor.hh"
 
-namespace tracemod::record {
+namespace tracemod {
 
 struct SocketAddress {
   sockaddr_storage storage{};
@@ -33,4 +33,4 @@ FileDescriptor connect_stream(const SocketAddress& to, const std::string& device
 FileDescriptor listen_stream(const SocketAddress& at, const std::string& device);
 void set_nonblocking(int fd);
 
-}  // namespace tracemod::record
+}  // namespace tracemod

@@ -261,4 +261,20 @@ std::string KeyValues::keys() const {
   return s;
 }
 
+std::string describe_queue_size(const QueueSize& size) {
+  std::string s;
+  if (size.packets) s += " packets=" + std::to_string(size.packets);
+  if (size.bytes) s += " bytes=" + std::to_string(size.bytes);
+  return s;
+}
+
+std::string format_ms(Nanos t) {
+  std::string s = std::to_string(t / kMillisecond);
+  const Nanos frac = t % kMillisecond;
+  if (frac == 0) return s;
+  std::string digits = std::to_string(kMillisecond + frac).substr(1);  // six digits, leading zeros kept
+  digits.erase(digits.find_last_not_of('0') + 1);
+  return s + "." + digits;
+}
+
 }  // namespace tracemod

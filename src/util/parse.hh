@@ -56,6 +56,10 @@ struct QueueSize {
 };
 QueueSize parse_queue_size(std::string_view text);
 QueueSize parse_queue_size(const std::string& option, std::string_view text);
+// " packets=100 bytes=150000" for the limits that are set (empty if none), as log headers and -v print them.
+std::string describe_queue_size(const QueueSize& size);
+// Milliseconds as the user wrote them: "5", "2.5", "0.125".
+std::string format_ms(Nanos t);
 
 // An unsigned 64-bit --seed.
 uint64_t parse_seed(const std::string& text);

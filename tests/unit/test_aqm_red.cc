@@ -7,6 +7,7 @@
 #include "fake.hh"
 #include "link/aqm_red.hh"
 #include "link/ecn.hh"
+#include "link/queue_factory.hh"
 #include "util/error.hh"
 
 namespace tracemod {

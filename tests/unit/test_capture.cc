@@ -10,8 +10,8 @@
 #include <iterator>
 #include <string>
 
-#include "fake.hh"
 #include "capture/capture.hh"
+#include "fake.hh"
 #include "packet/segmenter.hh"
 #include "util/error.hh"
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#include "fake.hh"
 #include "channel/channel_effects.hh"
+#include "fake.hh"
 #include "queues/loss_queue.hh"
 #include "util/error.hh"
 

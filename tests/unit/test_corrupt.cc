@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "fake.hh"
 #include "channel/corrupt.hh"
+#include "fake.hh"
 
 namespace tracemod {
 namespace {

@@ -11,7 +11,7 @@
 #include "modulate/schedule.hh"
 #include "probe/distill.hh"
 #include "probe/probe.pb.h"
-#include "record/raw_record.hh"
+#include "util/delimited.hh"
 #include "util/error.hh"
 
 namespace tracemod::probe {
@@ -206,7 +206,7 @@ std::string temp_path(const char* name) {
 }
 
 void write_record(const std::string& path, const std::vector<EchoRecord>& echoes) {
-  record::RawWriter w(path);
+  DelimitedWriter w(path);
   ProbeEntry h;
   h.mutable_header()->set_target("192.0.2.1");
   h.mutable_header()->set_method("udp");

@@ -10,7 +10,7 @@
 #include "link/aqm_codel.hh"
 #include "link/aqm_pie.hh"
 #include "link/ecn.hh"
-#include "link/queue_discipline.hh"
+#include "link/queue_factory.hh"
 #include "util/error.hh"
 
 namespace tracemod {
