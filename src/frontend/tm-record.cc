@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "config.h"
-#include "record/cli.hh"
+#include "frontend/record_cli.hh"
 #include "record/distill.hh"
 #include "util/error.hh"
 

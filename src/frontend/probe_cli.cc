@@ -1,4 +1,4 @@
-#include "probe/cli.hh"
+#include "frontend/probe_cli.hh"
 
 #include <boost/program_options.hpp>
 #include <iostream>

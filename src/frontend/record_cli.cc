@@ -1,5 +1,5 @@
 // The command line of tm-record's server and client, turned into their configurations.
-#include "record/cli.hh"
+#include "frontend/record_cli.hh"
 
 #include <cmath>
 #include <cstdlib>
