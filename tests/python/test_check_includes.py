@@ -1,0 +1,139 @@
+"""scripts/check-includes: the real tree passes, and each kind of violation planted in a copy is reported."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(TOP, "scripts", "check-includes")
+SOURCE_SUFFIXES = (".cc", ".hh", ".h", ".proto", ".py")
+
+
+def only_sources(directory, names):
+    """copytree's ignore: keep folders and source files, drop build products (.o, .a, .deps, tools, *.pb.*)."""
+    def build_product(name):
+        if os.path.isdir(os.path.join(directory, name)):
+            return name in (".deps", "__pycache__")
+        return not name.endswith(SOURCE_SUFFIXES) or ".pb." in name
+    return [n for n in names if build_product(n)]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A copy of docs/ARCHITECTURE.md and src/'s sources: not a git checkout, so the script walks it."""
+    os.mkdir(tmp_path / "docs")
+    shutil.copy(os.path.join(TOP, "docs", "ARCHITECTURE.md"), tmp_path / "docs")
+    shutil.copytree(os.path.join(TOP, "src"), tmp_path / "src", ignore=only_sources)
+    return tmp_path
+
+
+def check(root):
+    proc = subprocess.run([sys.executable, SCRIPT, "--root", str(root)], capture_output=True, text=True,
+                          timeout=60)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def append_line(path, line):
+    """Appends line to the file; returns its line number."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text and not text.endswith("\n"):
+        text += "\n"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text + line + "\n")
+    return text.count("\n") + 1
+
+
+def first_source(root, folder):
+    """The first .cc or .hh file of src/<folder> (the names may change; any file of the folder will do)."""
+    return sorted(n for n in os.listdir(root / "src" / folder) if n.endswith((".cc", ".hh")))[0]
+
+
+def set_may_include(root, folder, allowed):
+    """Rewrites the "may include" cell of folder's row in the copy's §8 table."""
+    path = root / "docs" / "ARCHITECTURE.md"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    row = next(i for i, l in enumerate(lines) if l.startswith(f"| {folder} |"))
+    cells = lines[row].rstrip().rstrip("|").split("|")
+    lines[row] = "|".join(cells[:-1] + [f" {allowed} "]) + "|"
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def test_the_real_tree_passes(tree):
+    status, output = check(tree)
+    assert status == 0, output
+    assert "no violations" in output
+
+
+def test_a_wrong_way_include_is_reported_with_file_and_line(tree):
+    name = first_source(tree, "util")
+    number = append_line(tree / "src" / "util" / name, '#include "frontend/tool.hh"')
+    status, output = check(tree)
+    assert status == 1
+    assert f'src/util/{name}:{number}: includes "frontend/tool.hh": util may include no other folder' in output
+
+
+def test_a_sideways_include_between_peers_is_reported(tree):
+    name = first_source(tree, "link")
+    number = append_line(tree / "src" / "link" / name, '#include "queues/delay_queue.hh"')
+    status, output = check(tree)
+    assert status == 1
+    assert f'src/link/{name}:{number}: includes "queues/delay_queue.hh": link may include only ' in output
+
+
+def test_a_relative_include_is_checked_like_a_folder_include(tree):
+    name = first_source(tree, "packet")
+    number = append_line(tree / "src" / "packet" / name, '#include "../shell/command.hh"')
+    status, output = check(tree)
+    assert status == 1
+    assert f'src/packet/{name}:{number}: includes "../shell/command.hh": packet may include only util' in output
+
+
+def test_an_include_within_the_folder_and_config_h_are_fine(tree):
+    name = first_source(tree, "util")
+    append_line(tree / "src" / "util" / name, '#include "util/clock.hh"')
+    append_line(tree / "src" / "util" / name, '#include "config.h"')
+    append_line(tree / "src" / "util" / name, "#include <frontend/tool.hh>")
+    status, output = check(tree)
+    assert f"src/util/{name}:" not in output
+
+
+def test_a_cycle_in_the_table_is_reported(tree):
+    set_may_include(tree, "packet", "capture, util")  # capture may already include packet
+    status, output = check(tree)
+    assert status == 1
+    assert "form a cycle: packet -> capture -> packet" in output
+
+
+def test_a_folder_missing_from_the_table_is_reported(tree):
+    os.mkdir(tree / "src" / "extra")
+    (tree / "src" / "extra" / "extra.cc").write_text('#include "util/error.hh"\n')
+    status, output = check(tree)
+    assert status == 1
+    assert "src/extra: folder not in ARCHITECTURE.md §8" in output
+
+
+def test_a_row_without_a_folder_and_an_unknown_name_are_reported(tree):
+    shutil.rmtree(tree / "src" / "probe")
+    set_may_include(tree, "analysis", "util, plots")
+    status, output = check(tree)
+    assert status == 1
+    assert 'folder "probe" is not a folder of src/' in output
+    assert 'analysis may include "plots", which is not a folder in the table' in output
+
+
+def test_a_folder_over_its_file_limit_is_reported_and_build_products_do_not_count(tree):
+    packet = tree / "src" / "packet"
+    for n in range(16):
+        (packet / f"ring{n}.o").write_text("")
+        (packet / f"gen{n}.pb.h").write_text("")
+    status, output = check(tree)
+    assert "src/packet:" not in output
+    existing = len([n for n in os.listdir(packet) if n.endswith(SOURCE_SUFFIXES) and ".pb." not in n])
+    for n in range(16 - existing):
+        (packet / f"extra{n}.hh").write_text("")
+    status, output = check(tree)
+    assert status == 1
+    assert "src/packet: 16 source files, more than its limit of 15" in output
