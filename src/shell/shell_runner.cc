@@ -100,7 +100,14 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
       {"TM_OUTER", plan.outer4},
       {"TM_OUTER6", plan.outer6},
   };
-  if (depth == 0) set.insert(set.end(), {{"TM_BASE", kBase4}, {"TM_BASE6", kBase6}, {"MAHIMAHI_BASE", kBase4}});
+  // TM_OUTSIDE names where the outermost shell's --outside commands run (its outer end), at every level: the
+  // far end of the whole stack on every path, where TM_BASE is the host on the kernel path.
+  if (depth == 0)
+    set.insert(set.end(), {{"TM_BASE", kBase4},
+                           {"TM_BASE6", kBase6},
+                           {"MAHIMAHI_BASE", kBase4},
+                           {"TM_OUTSIDE", plan.outer4},
+                           {"TM_OUTSIDE6", plan.outer6}});
   set_prompt(set, o.prompt_tag, depth, shell);
   add_identity(set, id);
   return merged_environment(set);
@@ -189,13 +196,15 @@ CommandSpec command_spec(const ShellOptions& o, const Identity& id, const LinkPl
   return spec;
 }
 
-// What --outside CMD gets: the shell's own environment, with $TM_OUTER/$TM_OUTER6 naming its side of the link.
-CommandSpec outer_command_spec(const ShellOptions& o, const Identity& id, const LinkPlan& plan,
+// What --outside CMD gets: the shell's own environment, with $TM_OUTER/$TM_OUTER6 naming its side of the link
+// (and, of the outermost shell, $TM_OUTSIDE/$TM_OUTSIDE6 too).
+CommandSpec outer_command_spec(const ShellOptions& o, const Identity& id, const LinkPlan& plan, int depth,
                                const Outside& outside) {
   CommandSpec spec;
   spec.tool = o.tool;
   spec.identity = id;
   std::vector<std::pair<std::string, std::string>> set = {{"TM_OUTER", plan.outer4}, {"TM_OUTER6", plan.outer6}};
+  if (depth == 0) set.insert(set.end(), {{"TM_OUTSIDE", plan.outer4}, {"TM_OUTSIDE6", plan.outer6}});
   add_identity(set, id);
   spec.env = merged_environment(set);
   spec.resolv_conf = outside.resolv_conf();
@@ -223,7 +232,7 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   configure_outer_end(p_nl, k.plan);
   configure_command_end(k, home);
   outside.connect(k.plan, p_nl);
-  outside.start_command(outer_command_spec(o, identity, k.plan, outside));
+  outside.start_command(outer_command_spec(o, identity, k.plan, depth, outside));
 
   BufferPool pool;
   auto up = make_queue(Ferry::kUplink, pool);

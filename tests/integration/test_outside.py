@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import TIMEOUT, TooSlow, measured, read_until, sh
+from conftest import OUTERMOST_OUTER, OUTERMOST_OUTER6, TIMEOUT, TooSlow, measured, read_until, sh
 
 ISOLATED = "running isolated"
 RELAYED = "relays TCP at the host"
@@ -174,6 +174,46 @@ def test_a_sender_run_with_outside_meets_the_emulated_link(who, tools, depth):
         assert_far_sender_rtt(*sender_figures(r.stderr), 50)
 
     measured(check)
+
+
+def outside_through_three_levels(who, tools, target, *outermost):
+    """A sender run by the outermost shell's --outside, three levels out from the command: the command reaches it
+    at $TARGET, and the sender's own TCP sees all three links' delays. Every level names the same far end."""
+    def check():
+        port = free_port()
+        report = 'echo "level $TM_DEPTH: $TM_OUTSIDE $TM_OUTSIDE6" >&2; exec "$@"'
+        inner = tools.delay(5, cmd=sh(report, *receiver(target, port)))
+        middle = tools.delay(15, cmd=sh(report, *inner))
+        r = who.run(tools.delay(10, *outermost, "--outside", outside_sender(port), cmd=sh(report, *middle)))
+        assert r.returncode == 0, r.stderr
+        named = re.findall(r"^level (\d): (\S+) (\S+)$", r.stderr, re.M)
+        assert named == [(str(d), OUTERMOST_OUTER, OUTERMOST_OUTER6) for d in (1, 2, 3)], r.stderr
+        srtt, min_rtt = sender_figures(r.stderr)
+        # The sender's TCP stamps a paced segment with its departure time (EDT), which may lie a little after
+        # the moment it really left: its RTT samples run up to about a millisecond short of the path's, one
+        # level or three (ping through the same three shells never measures below 60.0 ms: below).
+        assert srtt >= 60 and min_rtt >= 59, f"the far sender saw srtt {srtt} ms, min {min_rtt} ms"
+        if min_rtt > 65:
+            raise TooSlow(f"the sender's min RTT is {min_rtt} ms")
+
+    measured(check)
+    # The links themselves never shorten a delay: ICMP echoes to the far end take at least the 60 ms.
+    ping = f'ping -n -q -c 50 -i 0.02 "${target}"'
+    r = who.run(tools.delay(10, *outermost, cmd=tools.delay(15, cmd=tools.delay(5, cmd=sh(ping)))))
+    assert r.returncode == 0, r.stderr
+    rtt_min = float(re.search(r"= ([\d.]+)/", r.stdout).group(1))
+    assert 60 <= rtt_min < 65, r.stdout
+
+
+@pytest.mark.parametrize("target", ["TM_OUTSIDE", "TM_OUTSIDE6"])
+def test_the_outermost_outside_is_named_at_every_level_and_meets_every_link(who, tools, target):
+    # As root this is the kernel path, where $TM_BASE would be the host rather than the --outside far end.
+    outside_through_three_levels(who, tools, target)
+
+
+@pytest.mark.parametrize("path", ["--isolated", "--pasta"])
+def test_the_outermost_outside_is_the_same_on_the_other_paths(root, tools, path):
+    outside_through_three_levels(root, tools, "TM_OUTSIDE", path)
 
 
 def test_outside_output_goes_to_stderr(who, tools, public_tmp):
