@@ -2,7 +2,6 @@
 #include <array>
 #include <cmath>
 #include <memory>
-#include <sstream>
 
 #include "frontend/tool.hh"
 #include "queues/delay_queue.hh"
@@ -12,12 +11,6 @@
 namespace {
 
 using namespace tracemod;
-
-std::string ms_text(double ms) {
-  std::ostringstream s;
-  s << ms;
-  return s.str();
-}
 
 // The text of the option direction_option() named ("--uplink-jitter").
 std::string value_of(const po::variables_map& vm, const std::string& option) {
@@ -66,8 +59,8 @@ Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
 }
 
 std::string tag(double ms, const Jitter& j) {
-  if (!j.distribution) return ms_text(ms);
-  return ms_text(ms) + " jitter " + ms_text(j.ms);
+  if (!j.distribution) return number_text(ms);
+  return number_text(ms) + " jitter " + number_text(j.ms);
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {

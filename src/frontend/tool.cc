@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 #include "config.h"
@@ -148,6 +149,12 @@ std::string option_text(const po::variables_map& vm, const std::string& name) {
 
 uint64_t read_seed(const po::variables_map& vm) {
   return vm.count("seed") ? parse_seed(option_text(vm, "seed")) : random_seed();
+}
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
 std::string direction_option(const po::variables_map& vm, const std::string& dir, const std::string& key) {
