@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   add_per_direction(tool.options, "distribution", "D", "uniform (default), normal, pareto, paretonormal or FILE");
   add_per_direction(tool.options, "correlation", "PCT", "correlation of successive jitter samples (e.g. 25%)");
   add_per_direction(tool.options, "reorder", nullptr, "let jitter reorder packets (netem's behaviour)");
-  tool.options.add_options()("seed", text_value("N"), "seed of the jitter (default: random; -v shows it)");
+  add_seed_option(tool.options, "the jitter");
   tool.positional.add("delay", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   add_per_direction(tool.options, "error-mode", "MODE",
                     "what a hit packet meets: drop, corrupt or arq:delay=MS,retries=N", false);
   add_per_direction(tool.options, "duplicate", "P", "probability of an extra copy of a delivered packet", false);
-  tool.options.add_options()("seed", text_value("N"), "seed of every random choice (default: random; -v shows it)");
+  add_seed_option(tool.options, "every random choice");
   tool.positional.add("direction", 1).add("rate", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);
