@@ -2,7 +2,6 @@
 #include <array>
 #include <cmath>
 #include <memory>
-#include <sstream>
 
 #include "frontend/tool.hh"
 #include "queues/delay_queue.hh"
@@ -12,12 +11,6 @@
 namespace {
 
 using namespace tracemod;
-
-std::string ms_text(double ms) {
-  std::ostringstream s;
-  s << ms;
-  return s.str();
-}
 
 // The text of the option direction_option() named ("--uplink-jitter").
 std::string value_of(const po::variables_map& vm, const std::string& option) {
@@ -66,8 +59,8 @@ Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
 }
 
 std::string tag(double ms, const Jitter& j) {
-  if (!j.distribution) return ms_text(ms);
-  return ms_text(ms) + " jitter " + ms_text(j.ms);
+  if (!j.distribution) return number_text(ms);
+  return number_text(ms) + " jitter " + number_text(j.ms);
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
@@ -115,7 +108,7 @@ int main(int argc, char** argv) {
   add_per_direction(tool.options, "distribution", "D", "uniform (default), normal, pareto, paretonormal or FILE");
   add_per_direction(tool.options, "correlation", "PCT", "correlation of successive jitter samples (e.g. 25%)");
   add_per_direction(tool.options, "reorder", nullptr, "let jitter reorder packets (netem's behaviour)");
-  tool.options.add_options()("seed", text_value("N"), "seed of the jitter (default: random; -v shows it)");
+  add_seed_option(tool.options, "the jitter");
   tool.positional.add("delay", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

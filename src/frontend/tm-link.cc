@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
       ("once", "stop at the end of the trace instead of looping (the command is then stopped)")                       //
       ("shared-medium",
        "one link (UPLINK-TRACE or --uplink-rate, and the uplink's queue and log) carries both directions in one "
-       "queue, as a half-duplex radio does")  //
-      ("seed", text_value("N"), "seed of the queues' random drops (PIE)");
+       "queue, as a half-duplex radio does");
+  add_seed_option(tool.options, "the random drops of pie and red");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

@@ -2,7 +2,6 @@
 // chain) or by bit-error rate; what a hit costs (drop, corrupt, link-layer retries); duplication.
 #include <array>
 #include <memory>
-#include <sstream>
 
 #include "frontend/tool.hh"
 #include "queues/loss_queue.hh"
@@ -11,12 +10,6 @@
 namespace {
 
 using namespace tracemod;
-
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 // One direction as the command line describes it, checked before anything starts.
 struct Direction {
@@ -62,7 +55,7 @@ std::string tag(const Direction& d) {
   const std::string model = d.model->describe();
   std::string s = model.substr(0, model.find(" ("));
   if (d.effects.error.kind != ErrorMode::Kind::kDrop) s += "," + d.effects.error.describe();
-  if (d.effects.duplicate > 0) s += ",dup=" + number(d.effects.duplicate);
+  if (d.effects.duplicate > 0) s += ",dup=" + number_text(d.effects.duplicate);
   return s;
 }
 
@@ -81,7 +74,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
     const Direction& d = (*dirs)[i];
     shell.log_lines.push_back(std::string(i == 0 ? "uplink" : "downlink") + ": loss " + d.model->describe() +
                               ", error mode " + d.effects.error.describe() + ", duplicate " +
-                              number(d.effects.duplicate));
+                              number_text(d.effects.duplicate));
   }
   shell.prompt_tag = "[loss up=" + tag((*dirs)[0]) + " down=" + tag((*dirs)[1]) + "]";
   return [dirs](Ferry::Direction which, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
@@ -109,7 +102,7 @@ int main(int argc, char** argv) {
   add_per_direction(tool.options, "error-mode", "MODE",
                     "what a hit packet meets: drop, corrupt or arq:delay=MS,retries=N", false);
   add_per_direction(tool.options, "duplicate", "P", "probability of an extra copy of a delivered packet", false);
-  tool.options.add_options()("seed", text_value("N"), "seed of every random choice (default: random; -v shows it)");
+  add_seed_option(tool.options, "every random choice");
   tool.positional.add("direction", 1).add("rate", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

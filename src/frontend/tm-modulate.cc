@@ -93,8 +93,8 @@ int main(int argc, char** argv) {
       ("downlink", text_value("FILE"), "the downlink's schedule (toward the command)")                     //
       ("shared-medium", "both directions share one bottleneck queue, in arrival order (half-duplex)")      //
       ("once", "stop at the end of the schedule instead of looping (the command is then stopped)")         //
-      ("log", text_value("FILE"), "write the state changes and every packet's times to FILE")              //
-      ("seed", text_value("N"), "seed of the random losses (default: random; -v shows it)");
+      ("log", text_value("FILE"), "write the state changes and every packet's times to FILE");
+  add_seed_option(tool.options, "the random losses");
   tool.positional.add("schedule", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

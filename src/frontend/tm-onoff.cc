@@ -115,9 +115,8 @@ int main(int argc, char** argv) {
   tool.options.add_options()                                                                                          //
       ("off-mode", text_value("MODE")->default_value("drop"), "drop (Mahimahi) or hold packets while off")            //
       ("hold-packets", text_value("N")->default_value("1000"), "hold at most N packets per direction (0: no limit)")  //
-      ("hold-bytes", text_value("N")->default_value("1500000"),
-       "hold at most N IP bytes per direction (0: no limit)")  //
-      ("seed", text_value("N"), "seed of the on and off times (default: random; -v shows it)");
+      ("hold-bytes", text_value("N")->default_value("1500000"), "hold at most N IP bytes per direction (0: no limit)");
+  add_seed_option(tool.options, "the on and off times");
   tool.positional.add("direction", 1).add("mean-on", 1).add("mean-off", 1);
   tool.configure = configure;
   return run_tool(argc, argv, tool);

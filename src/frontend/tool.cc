@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <sstream>
 #include <utility>
 
 #include "config.h"
@@ -148,6 +149,17 @@ std::string option_text(const po::variables_map& vm, const std::string& name) {
 
 uint64_t read_seed(const po::variables_map& vm) {
   return vm.count("seed") ? parse_seed(option_text(vm, "seed")) : random_seed();
+}
+
+void add_seed_option(po::options_description& options, const std::string& what) {
+  const std::string help = "seed of " + what + " (default: random; -v shows it)";
+  options.add_options()("seed", text_value("N"), help.c_str());
+}
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
 std::string direction_option(const po::variables_map& vm, const std::string& dir, const std::string& key) {

@@ -36,6 +36,10 @@ po::typed_value<std::string>* text_value(const char* value_name);
 std::string option_text(const po::variables_map& vm, const std::string& name);
 // --seed N if given (a UsageError if bad), else a random seed: every random choice of a shell derives from it.
 uint64_t read_seed(const po::variables_map& vm);
+// Declares the --seed that read_seed reads; WHAT says what it seeds ("the jitter").
+void add_seed_option(po::options_description& options, const std::string& what);
+// V as the prompt and log lines show numbers: what operator<< writes ("0.25", "1e-06").
+std::string number_text(double v);
 // The option that sets KEY for direction DIR ("uplink"): "--DIR-KEY" if given, else "--KEY" (both directions)
 // if given, else "".
 std::string direction_option(const po::variables_map& vm, const std::string& dir, const std::string& key);

@@ -111,9 +111,8 @@ void LinkQueue::depart(Nanos when) {
     const SegmentShape shape = segment_shape(q.packet);
     for (uint32_t i = 0; i < q.segments; ++i) log_->departure(when, shape.ip_bytes(i), q.enqueued);
   }
-  QueueStats& s = lanes_[q.lane]->counters();
-  s.out_packets += q.segments;
-  s.queued_packets -= q.segments;
+  // Out as it departs (ready_ only waits for dequeue_ready); the discipline, not queued_bytes, counts buffers.
+  lanes_[q.lane]->count_out(q.segments, 0);
   q.packet.release = when;
   ready_[q.lane].push_back(std::move(q.packet));
 }

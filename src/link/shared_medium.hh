@@ -19,6 +19,9 @@ class LaneQueue : public PacketQueue {
   QueueStats& counters() { return stats_; }
   // PacketQueue::drop on behalf of the server: counts the drop here and shows P to this lane's observer.
   void count_drop(const Packet& p, uint32_t segments, Nanos now) { drop(p, segments, now); }
+  // PacketQueue::release and its bookkeeping alone (count_out), on behalf of the server.
+  void count_release(Packet&& p, uint32_t segments, PacketSink& out) { release(std::move(p), segments, out); }
+  using PacketQueue::count_out;
 };
 
 // What a server shared by two lanes (0: uplink, 1: downlink) offers, per lane.

@@ -155,10 +155,9 @@ void ModulatedLink::dequeue_ready(int lane, Nanos now, PacketSink& out) {
 
 void ModulatedLink::send(LaneState& l, Ring<Held>& ring, Nanos now, PacketSink& out) {
   Held h = ring.pop_front();
-  release_memory(l, h);
-  l.queue->counters().out_packets += h.segments;
+  memory_ -= h.packet.buf.capacity();
   if (&ring == &l.leaving) l.lateness.add(now - h.packet.release);
-  out.send(std::move(h.packet));
+  l.queue->count_release(std::move(h.packet), h.segments, out);
 }
 
 Nanos ModulatedLink::next_event(int lane) const {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "packet/packet.hh"
 #include "packet/ring.hh"
@@ -99,6 +100,19 @@ class PacketQueue {
   void drop(const Packet& p, uint32_t segments, Nanos now) {
     stats_.dropped_packets += segments;
     if (drop_observer_) drop_observer_->dropped(p, now);
+  }
+  // Every release goes through here: counts SEGMENTS wire packets of P out of the queue (and its buffer out of
+  // queued_bytes), and hands P to OUT.
+  void release(Packet&& p, uint32_t segments, PacketSink& out) {
+    count_out(segments, p.buf.capacity());
+    out.send(std::move(p));
+  }
+  // release()'s bookkeeping alone, for a queue that hands the packet on later (a link's departures wait for
+  // the kernel): SEGMENTS wire packets move from queued to out, and BUFFER_BYTES leave queued_bytes.
+  void count_out(uint32_t segments, uint64_t buffer_bytes) {
+    stats_.queued_packets -= segments;
+    stats_.queued_bytes -= buffer_bytes;
+    stats_.out_packets += segments;
   }
   QueueStats stats_;
 

@@ -18,10 +18,7 @@ void DelayQueue::dequeue_ready(Nanos now, PacketSink& out) {
   while (!queue_.empty() && queue_.front().release <= now) {
     Packet p = queue_.pop_front();
     const uint32_t n = p.segments();
-    stats_.queued_packets -= n;
-    stats_.queued_bytes -= p.buf.capacity();
-    stats_.out_packets += n;
-    out.send(std::move(p));
+    release(std::move(p), n, out);
   }
 }
 

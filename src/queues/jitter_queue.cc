@@ -57,10 +57,7 @@ void JitterQueue::enqueue(Packet&& p, Nanos now) {
 void JitterQueue::dequeue_ready(Nanos now, PacketSink& out) {
   const auto pass = [&](Packet&& p) {
     const uint32_t n = p.segments();
-    stats_.queued_packets -= n;
-    stats_.queued_bytes -= p.buf.capacity();
-    stats_.out_packets += n;
-    out.send(std::move(p));
+    release(std::move(p), n, out);
   };
   while (!fifo_.empty() && fifo_.front().release <= now) pass(fifo_.pop_front());
   while (!heap_.empty() && heap_.front().release <= now) {

@@ -114,10 +114,7 @@ void LossQueue::dequeue_ready(Nanos now, PacketSink& out) {
   send_due_in_order(ready_, control_, now, release_of, [&](Ring<Packet>& ring) {
     Packet p = ring.pop_front();
     const uint32_t n = p.segments();
-    stats_.queued_packets -= n;
-    stats_.queued_bytes -= p.buf.capacity();
-    stats_.out_packets += n;
-    out.send(std::move(p));
+    release(std::move(p), n, out);
   });
 }
 

@@ -128,22 +128,19 @@ void OnOffQueue::enqueue(Packet&& p, Nanos now) {
   hold(std::move(p), n, schedule_->state_ends(), now);
 }
 
-void OnOffQueue::release(Ring<Packet>& ring, PacketSink& out) {
+void OnOffQueue::send_front(Ring<Packet>& ring, PacketSink& out) {
   Packet p = ring.pop_front();
   const uint32_t n = p.segments();
-  stats_.queued_packets -= n;
-  stats_.queued_bytes -= p.buf.capacity();
   if (&ring == &queue_)
     queued_ip_bytes_ -= segment_shape(p).total_ip_bytes();
   else
     control_packets_ -= n;
-  stats_.out_packets += n;
-  out.send(std::move(p));
+  release(std::move(p), n, out);
 }
 
 void OnOffQueue::dequeue_ready(Nanos now, PacketSink& out) {
   if (now - kArrivalSlack > seen_) schedule_->on_at(seen_ = now - kArrivalSlack);
-  send_due_in_order(queue_, control_, now, release_of, [&](Ring<Packet>& ring) { release(ring, out); });
+  send_due_in_order(queue_, control_, now, release_of, [&](Ring<Packet>& ring) { send_front(ring, out); });
 }
 
 Nanos OnOffQueue::next_event() const {

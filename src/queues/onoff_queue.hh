@@ -91,7 +91,8 @@ class OnOffQueue : public PacketQueue {
   // Into RING (queue_ or control_), leaving at RELEASE; IP_BYTES count against the hold limit.
   void queue(Ring<Packet>& ring, Packet&& p, uint32_t segments, uint32_t ip_bytes, Nanos release);
   void hold(Packet&& p, uint32_t segments, Nanos release, Nanos now);
-  void release(Ring<Packet>& ring, PacketSink& out);
+  // Hands the front of RING to OUT.
+  void send_front(Ring<Packet>& ring, PacketSink& out);
 
   std::unique_ptr<OnOffSchedule> schedule_;
   OffMode mode_;

@@ -34,13 +34,13 @@ def make_dir(tmp_path, name, shard=None, runs=None, text=EXP, goodput=lambda run
     d = tmp_path / name
     (d / "runs").mkdir(parents=True)
     manifest = results.new_manifest(exp, shard)
-    runner.write_json(str(d / "manifest.json"), manifest)
+    results.write_json(str(d / "manifest.json"), manifest)
     chosen = exp.runs() if runs is None else [r for i, r in enumerate(exp.runs()) if i in runs]
     for run in chosen:
         rd = d / "runs" / run.dirname
         rd.mkdir()
         g = goodput(run) + run.replication * 0.1
-        runner.write_json(str(rd / "result.json"), {
+        results.write_json(str(rd / "result.json"), {
             "run": run.id, "config": run.config.name, "values": run.config.values, "replication": run.replication,
             "seed": run.seed, "metrics": {"goodput_mbps": g, "retransmits": 0},
             "samples": {"rtt_ms": [20.0 + run.replication, 30.0]}, "series": {}, "links": [],
@@ -115,7 +115,7 @@ def test_a_run_is_finished_only_with_a_complete_result(tmp_path):
     assert runner.finished(str(tmp_path)) is None
     (tmp_path / "result.json").write_text('{"run": ')  # a torn file
     assert runner.finished(str(tmp_path)) is None
-    runner.write_json(str(tmp_path / "result.json"), {"run": "x"})
+    results.write_json(str(tmp_path / "result.json"), {"run": "x"})
     assert runner.finished(str(tmp_path)) == {"run": "x"}
 
 

@@ -7,7 +7,6 @@ import sys
 
 from . import results
 from .errors import UsageError
-from .runner import write_json
 
 
 def merge(dirs, out):
@@ -40,7 +39,7 @@ def merge(dirs, out):
     manifest["shard"] = None
     manifest["merged_from"] = [{"dir": os.path.abspath(d), "shard": m.get("shard")} for d, m in zip(dirs, manifests)]
     manifest["sessions"] = [s for m in manifests for s in m.get("sessions", [])]
-    write_json(os.path.join(out, "manifest.json"), manifest)
+    results.write_json(os.path.join(out, "manifest.json"), manifest)
     done, _ = results.load_results(out, manifest)
     missing = [rid for rid in manifest["run_order"] if rid not in {r["run"] for r in done}]
     return done, missing

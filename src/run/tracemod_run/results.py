@@ -11,9 +11,20 @@ import fnmatch
 import json
 import os
 import platform
+import threading
 
 from . import VERSION, stats
+from . import plots as plotting  # not "plots": report() has a parameter of that name
 from .errors import UsageError
+
+
+def write_json(path, obj):
+    """Writes OBJ to PATH whole or not at all (a temporary file of this process and thread, renamed)."""
+    tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+    os.rename(tmp, path)
 
 
 def shard_text(shard):
@@ -215,16 +226,12 @@ def write_manifest_runs(directory, manifest, results, failed):
     for r in results:
         traces.update(r.get("traces", {}))
     manifest["traces"] = traces
-    from .runner import write_json
-
     write_json(os.path.join(directory, "manifest.json"), manifest)
 
 
 def report(directory, asserts=None, plots=True, plot_options=None):
     """Rebuilds results.csv, results.json, summary.md, the manifest's run list and the plots of DIRECTORY;
     returns (results, failed, violations)."""
-    from .runner import write_json
-
     manifest = load_manifest(directory)
     results, failed = load_results(directory, manifest)
     failed = [f for f in failed if f["run"] not in {r["run"] for r in results}]
@@ -250,8 +257,6 @@ def report(directory, asserts=None, plots=True, plot_options=None):
     os.rename(os.path.join(directory, "summary.md.tmp"), os.path.join(directory, "summary.md"))
     write_manifest_runs(directory, manifest, results, failed)
     if plots and results:
-        from . import plots as plotting
-
         plotting.draw_all(directory, manifest, results, plot_options or manifest.get("plot", {}))
     return results, failed, violations
 

@@ -23,9 +23,10 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from . import VERSION, results, stack
+from . import VERSION, results, shard, stack
 from .errors import RunError, UsageError
 from .progress import Progress
+from .results import write_json
 from .workloads import registry
 
 GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a run is stopped
@@ -34,14 +35,6 @@ GRACE = 5.0  # seconds between SIGTERM and SIGKILL when a run is stopped
 def now_iso():
     """UTC, to the microsecond: runs run in parallel (--jobs) can be told apart and their overlap seen."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
-
-
-def write_json(path, obj):
-    tmp = f"{path}.tmp{os.getpid()}.{threading.get_ident()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-    os.rename(tmp, path)
 
 
 def read_json(path):
@@ -136,8 +129,6 @@ class Runner:
         return os.path.join(self.outdir, "runs", run.dirname)
 
     def my_runs(self):
-        from . import shard
-
         runs = self.exp.runs()
         return shard.select(runs, *self.shard) if self.shard else runs
 
