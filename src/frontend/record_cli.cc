@@ -14,10 +14,6 @@
 namespace tracemod::record {
 namespace {
 
-tracemod::Nanos millis(const std::string& option, const std::string& text) {
-  return static_cast<tracemod::Nanos>(tracemod::parse_milliseconds(option, text) * 1e6);
-}
-
 // A rate as tm-link takes it ("12mbit", "1.5mbit"...), or 0 for no cap; bits per second.
 uint64_t max_rate(const std::string& option, const std::string& text) {
   if (text == "0") return 0;
@@ -70,14 +66,14 @@ void fill_window(const po::variables_map& vm, WindowParams& w) {
     w = wifi_window();
   else
     throw UsageError("invalid --profile '" + profile + "': expected auto, wifi or lte");
-  if (vm.count("low-delay")) w.low_delay = millis("--low-delay", get(vm, "low-delay"));
-  if (vm.count("high-delay")) w.high_delay = millis("--high-delay", get(vm, "high-delay"));
+  if (vm.count("low-delay")) w.low_delay = parse_delay("--low-delay", get(vm, "low-delay"));
+  if (vm.count("high-delay")) w.high_delay = parse_delay("--high-delay", get(vm, "high-delay"));
   if (w.low_delay > w.high_delay) throw UsageError("invalid --low-delay: it is above --high-delay");
   w.min_window = count(vm, "min-window", 1, 1000000, w.min_window);
   w.max_window = count(vm, "max-window", 1, 1000000, w.max_window);
   if (w.min_window > w.max_window) throw UsageError("invalid --min-window: it is above --max-window");
   w.initial_window = count(vm, "initial-window", 1, 1000000, w.initial_window);
-  if (vm.count("loss-timeout")) w.loss_timeout = millis("--loss-timeout", get(vm, "loss-timeout"));
+  if (vm.count("loss-timeout")) w.loss_timeout = parse_delay("--loss-timeout", get(vm, "loss-timeout"));
 }
 
 }  // namespace

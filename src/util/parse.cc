@@ -210,10 +210,6 @@ Nanos parse_delay(const std::string& option, std::string_view text) {
   return naming(option, text, [&] { return parse_delay(text); });
 }
 
-double parse_milliseconds(const std::string& option, const std::string& text) {
-  return static_cast<double>(parse_delay(option, text)) / 1e6;
-}
-
 double parse_probability(std::string_view text) {
   const char* const expected = "expected a probability from 0 to 1, or a percentage (e.g. 0.01 or 1%)";
   const bool percent = !text.empty() && text.back() == '%';

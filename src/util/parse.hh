@@ -52,8 +52,6 @@ Nanos parse_duration_between(const std::string& option, std::string_view text, N
 constexpr Nanos kMaxDelay = 3600LL * 1000000000;
 Nanos parse_delay(std::string_view text);
 Nanos parse_delay(const std::string& option, std::string_view text);
-// The same in milliseconds, as a double: on its way out (its callers turn it back into nanoseconds).
-double parse_milliseconds(const std::string& option, const std::string& text);
 
 // "0.01" or "1%" -> 0.01; from 0 to 1 (a percentage from 0 to 100).
 double parse_probability(std::string_view text);

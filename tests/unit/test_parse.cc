@@ -167,17 +167,6 @@ TEST(ParseDelay, MahimahiMillisecondsExactToTheNanosecond) {
             "invalid --uplink-delay '3600001': longer than the largest allowed, 1 h");
 }
 
-TEST(ParseMilliseconds, MahimahiFormAndUnits) {
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "40"), 40);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "0.25"), 0.25);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "1.5s"), 1500);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "3600000"), 3600000);
-  for (const char* bad : {"-5", "3600001", "abc", "", "1e2"})
-    EXPECT_NE(usage_error([&] { parse_milliseconds("delay", bad); }), "") << bad;
-  EXPECT_EQ(usage_error([] { parse_milliseconds("--uplink-delay", "x"); }).rfind("invalid --uplink-delay 'x': ", 0),
-            0u);
-}
-
 TEST(ParseProbability, FractionsAndPercentages) {
   EXPECT_DOUBLE_EQ(parse_probability("0.01"), 0.01);
   EXPECT_DOUBLE_EQ(parse_probability("1%"), 0.01);
