@@ -4,7 +4,6 @@
 
 #include "util/error.hh"
 #include "util/parse.hh"
-#include "util/parse.hh"
 
 namespace tracemod {
 
@@ -32,10 +31,8 @@ ErrorMode parse_error_mode(const std::string& option, const std::string& text) {
   const std::string *delay = a.find("delay"), *retries = a.find("retries");
   if (!delay || !retries) throw UsageError(option + ": arq needs delay=MS and retries=N (e.g. arq:delay=5,retries=3)");
   m.kind = ErrorMode::Kind::kArq;
-  m.retry_delay = parse_duration(a.name("delay"), *delay, kMillisecond, 3600LL * 1000000000);
-  m.retries = static_cast<uint32_t>(parse_number(a.name("retries"), *retries, 0, 1000, "a whole number"));
-  if (std::to_string(m.retries) != *retries)
-    throw UsageError("invalid " + a.name("retries") + " '" + *retries + "': expected a whole number from 0 to 1000");
+  m.retry_delay = parse_delay(a.name("delay"), *delay);
+  m.retries = static_cast<uint32_t>(parse_whole_number(a.name("retries"), *retries, 0, 1000));
   return m;
 }
 

@@ -71,15 +71,11 @@ po::variables_map parse(const std::vector<std::string>& args, po::options_descri
 
 Nanos duration(const po::variables_map& vm, const char* name, Nanos fallback, Nanos low) {
   if (!vm.count(name)) return fallback;
-  const std::string option = std::string("--") + name;
-  const Nanos t = parse_duration(option, get(vm, name));
-  if (t < low) throw UsageError("invalid " + option + " '" + get(vm, name) + "': too short");
-  return t;
+  return parse_duration_between(std::string("--") + name, get(vm, name), 0, low, kMaxDuration);
 }
 
 uint16_t port(const po::variables_map& vm) {
-  return static_cast<uint16_t>(vm.count("port") ? parse_whole_number("--port", get(vm, "port"), 1, 65535, "a port")
-                                                : kDefaultPort);
+  return vm.count("port") ? parse_port("--port", get(vm, "port")) : kDefaultPort;
 }
 
 int probe(const std::vector<std::string>& args) {
@@ -92,9 +88,9 @@ int probe(const std::vector<std::string>& args) {
   c.method = vm.count("method") ? parse_method("--method", get(vm, "method")) : Method::kAuto;
   if (vm.count("port") && c.method != Method::kUdp) throw UsageError("--port goes with --method udp");
   if (vm.count("small"))
-    c.small = static_cast<uint32_t>(parse_whole_number("--small", get(vm, "small"), 1, 65000, "bytes"));
+    c.small = static_cast<uint32_t>(parse_bytes("--small", get(vm, "small"), 1, 65000));
   if (vm.count("large"))
-    c.large = static_cast<uint32_t>(parse_whole_number("--large", get(vm, "large"), 1, 65000, "bytes"));
+    c.large = static_cast<uint32_t>(parse_bytes("--large", get(vm, "large"), 1, 65000));
   c.interval = duration(vm, "interval", c.interval, 10 * kMillisecond);
   c.duration = duration(vm, "duration", 0, 1);
   c.timeout = duration(vm, "timeout", c.timeout, 1 * kMillisecond);

@@ -1,21 +1,23 @@
 // The command line of tm-record's server and client, turned into their configurations.
 #include "frontend/record_cli.hh"
 
-#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "link/trace.hh"
 #include "util/error.hh"
-#include "util/net.hh"
 #include "util/parse.hh"
 
 namespace tracemod::record {
 namespace {
 
-tracemod::Nanos millis(const std::string& option, const std::string& text) {
-  return static_cast<tracemod::Nanos>(tracemod::parse_milliseconds(option, text) * 1e6);
+constexpr tracemod::Nanos kSecond = 1000 * tracemod::kMillisecond;
+
+// Seconds as tm-record has always taken them ("30", "0.5"), or a duration with a unit ("2min"), LOW to HIGH.
+tracemod::Nanos seconds(const std::string& option, const std::string& text, tracemod::Nanos low,
+                        tracemod::Nanos high) {
+  return tracemod::parse_duration_between(option, text, kSecond, low, high);
 }
 
 // A rate as tm-link takes it ("12mbit", "1.5mbit"...), or 0 for no cap; bits per second.
@@ -47,17 +49,13 @@ void fill_common(const po::variables_map& vm, CommonConfig& c) {
   c.feedback_dev = get(vm, "feedback-dev");
   c.max_rate_bps = vm.count("max-rate") ? max_rate("--max-rate", get(vm, "max-rate")) : 100000000;
   if (vm.count("feedback-timeout"))
-    c.feedback_silence = static_cast<tracemod::Nanos>(
-        parse_number("--feedback-timeout", get(vm, "feedback-timeout"), 0.5, 3600, "seconds") * 1e9);
+    c.feedback_silence = seconds("--feedback-timeout", get(vm, "feedback-timeout"), kSecond / 2, 3600 * kSecond);
   c.quiet = vm.count("quiet") > 0;
 }
 
 uint32_t count(const po::variables_map& vm, const char* name, uint32_t low, uint32_t high, uint32_t fallback) {
   if (!vm.count(name)) return fallback;
-  const double v = parse_number(std::string("--") + name, get(vm, name), low, high, "a whole number");
-  if (v != std::floor(v))
-    throw UsageError(std::string("invalid --") + name + " '" + get(vm, name) + "': expected a whole number");
-  return static_cast<uint32_t>(v);
+  return static_cast<uint32_t>(parse_whole_number(std::string("--") + name, get(vm, name), low, high));
 }
 
 void fill_window(const po::variables_map& vm, WindowParams& w) {
@@ -70,14 +68,14 @@ void fill_window(const po::variables_map& vm, WindowParams& w) {
     w = wifi_window();
   else
     throw UsageError("invalid --profile '" + profile + "': expected auto, wifi or lte");
-  if (vm.count("low-delay")) w.low_delay = millis("--low-delay", get(vm, "low-delay"));
-  if (vm.count("high-delay")) w.high_delay = millis("--high-delay", get(vm, "high-delay"));
+  if (vm.count("low-delay")) w.low_delay = parse_delay("--low-delay", get(vm, "low-delay"));
+  if (vm.count("high-delay")) w.high_delay = parse_delay("--high-delay", get(vm, "high-delay"));
   if (w.low_delay > w.high_delay) throw UsageError("invalid --low-delay: it is above --high-delay");
   w.min_window = count(vm, "min-window", 1, 1000000, w.min_window);
   w.max_window = count(vm, "max-window", 1, 1000000, w.max_window);
   if (w.min_window > w.max_window) throw UsageError("invalid --min-window: it is above --max-window");
   w.initial_window = count(vm, "initial-window", 1, 1000000, w.initial_window);
-  if (vm.count("loss-timeout")) w.loss_timeout = millis("--loss-timeout", get(vm, "loss-timeout"));
+  if (vm.count("loss-timeout")) w.loss_timeout = parse_delay("--loss-timeout", get(vm, "loss-timeout"));
 }
 
 }  // namespace
@@ -143,10 +141,9 @@ ClientConfig client_config(const po::variables_map& vm) {
     throw UsageError("invalid --direction '" + dir + "': expected up, down or both");
   c.up = dir != "down";
   c.down = dir != "up";
-  if (vm.count("duration"))
-    c.duration =
-        static_cast<tracemod::Nanos>(parse_number("--duration", get(vm, "duration"), 1, 86400, "seconds") * 1e9);
-  c.ip_packet_bytes = count(vm, "packet-size", 128, 9000, 1500);
+  if (vm.count("duration")) c.duration = seconds("--duration", get(vm, "duration"), kSecond, 86400 * kSecond);
+  if (vm.count("packet-size"))
+    c.ip_packet_bytes = static_cast<uint32_t>(parse_bytes("--packet-size", get(vm, "packet-size"), 128, 9000));
   fill_window(vm, c.window);
   return c;
 }

@@ -20,7 +20,7 @@ std::string value_of(const po::variables_map& vm, const std::string& option) {
 // One direction's jitter; no distribution means none.
 struct Jitter {
   std::shared_ptr<const Distribution> distribution;
-  double ms = 0;  // as given, or a FILE's own standard deviation
+  Nanos spread = 0;  // as given, or a FILE's own standard deviation (for the prompt)
   double correlation = 0;
   bool reorder = false;
 };
@@ -47,20 +47,20 @@ Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
       if (o.rfind("--" + dir, 0) == 0) throw UsageError(o + " needs --" + dir + "-jitter MS (or --jitter)");
     return j;
   }
-  const double ms = jitter.empty() ? 0 : parse_milliseconds(jitter, value_of(vm, jitter));
-  if (!jitter.empty() && ms == 0) return j;  // --jitter 0: a plain delay line
-  const Nanos ns = static_cast<Nanos>(std::ceil(ms * 1e6));
+  const Nanos ns = jitter.empty() ? 0 : parse_delay(jitter, value_of(vm, jitter));
+  if (!jitter.empty() && ns == 0) return j;  // --jitter 0: a plain delay line
   j.distribution =
       std::make_shared<const Distribution>(jitter_distribution(dist.empty() ? "--distribution" : dist, name, ns));
-  j.ms = ms > 0 ? ms : j.distribution->stddev() / 1e6;
+  j.spread = ns > 0 ? ns : static_cast<Nanos>(std::llround(j.distribution->stddev()));
   if (!corr.empty()) j.correlation = read_correlation(corr, value_of(vm, corr));
   j.reorder = !reorder.empty();
   return j;
 }
 
-std::string tag(double ms, const Jitter& j) {
-  if (!j.distribution) return number_text(ms);
-  return number_text(ms) + " jitter " + number_text(j.ms);
+// Exact to the nanosecond: "2.007" is 2007000 ns, not the nearest double's rounding.
+std::string tag(Nanos delay, const Jitter& j) {
+  if (!j.distribution) return format_ms(delay);
+  return format_ms(delay) + " jitter " + format_ms(j.spread);
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
@@ -70,19 +70,17 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
     throw UsageError(both.empty() && up_text.empty() && down_text.empty()
                          ? "missing delay: give MS, or both --uplink-delay and --downlink-delay"
                          : "missing delay for the other direction: give MS or both direction options");
-  const double base = both.empty() ? 0 : parse_milliseconds("delay", both);
-  const double up = up_text.empty() ? base : parse_milliseconds("--uplink-delay", up_text);
-  const double down = down_text.empty() ? base : parse_milliseconds("--downlink-delay", down_text);
+  const Nanos base = both.empty() ? 0 : parse_delay("delay", both);
+  const std::array<Nanos, 2> delay{up_text.empty() ? base : parse_delay("--uplink-delay", up_text),
+                                   down_text.empty() ? base : parse_delay("--downlink-delay", down_text)};
   const std::array<Jitter, 2> jitter{read_jitter(vm, "uplink"), read_jitter(vm, "downlink")};
   if (!jitter[0].distribution && !jitter[1].distribution)
     for (const char* o : {"distribution", "correlation", "reorder"})
       if (vm.count(o)) throw UsageError(std::string("--") + o + " needs --jitter MS");
-  const std::string up_tag = tag(up, jitter[0]), down_tag = tag(down, jitter[1]);
+  const std::string up_tag = tag(delay[0], jitter[0]), down_tag = tag(delay[1], jitter[1]);
   shell.prompt_tag = up_tag == down_tag ? "[delay " + up_tag + "]" : "[delay up " + up_tag + " down " + down_tag + "]";
   const uint64_t seed = read_seed(vm);
   if (jitter[0].distribution || jitter[1].distribution) shell.log_lines.push_back("seed " + std::to_string(seed));
-  // Rounded up to whole nanoseconds: never shorter than asked.
-  const std::array<Nanos, 2> delay{static_cast<Nanos>(std::ceil(up * 1e6)), static_cast<Nanos>(std::ceil(down * 1e6))};
   return [=](Ferry::Direction d, BufferPool& pool) -> std::unique_ptr<PacketQueue> {
     const Jitter& j = jitter[d];
     if (!j.distribution) return std::make_unique<DelayQueue>(delay[d], kQueueMemoryLimit);

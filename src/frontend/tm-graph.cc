@@ -32,9 +32,7 @@ struct Options {
 };
 
 Nanos parse_bin(const std::string& text) {
-  const Nanos bin = parse_duration("--bin", text, kMillisecond, 3600LL * 1000000000);
-  if (bin < 1000) throw UsageError("invalid --bin '" + text + "': at least 0.001 ms (1 us)");
-  return bin;
+  return parse_duration_between("--bin", text, kMillisecond, 1000, kMaxDelay);  // 1 us to 1 h, as tm-delay's
 }
 
 // Returns false if --help or --version was answered.

@@ -54,9 +54,10 @@ Direction read_direction(const po::variables_map& vm, const std::string& dir) {
   return d;
 }
 
-// A count option (--hold-packets), a whole number; 0 means no limit of that kind.
-uint64_t read_count(const po::variables_map& vm, const std::string& name) {
-  return parse_whole_number("--" + name, option_text(vm, name), 0, 1000000000000, "a whole number");
+// A hold limit (--hold-packets 1000 or 1000pkts, --hold-bytes 1500000 or 1500kB), as tm-link's queue limits;
+// 0 means no limit of that kind.
+uint64_t read_limit(const po::variables_map& vm, const std::string& name, LimitKind kind) {
+  return parse_queue_limit("--" + name, option_text(vm, name), kind);
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
@@ -73,7 +74,8 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const std::string mode = option_text(vm, "off-mode");
   if (mode != "drop" && mode != "hold") throw UsageError("invalid --off-mode '" + mode + "': expected drop or hold");
   const OnOffQueue::OffMode off_mode = mode == "hold" ? OnOffQueue::OffMode::kHold : OnOffQueue::OffMode::kDrop;
-  const QueueSize hold{read_count(vm, "hold-packets"), read_count(vm, "hold-bytes")};
+  const QueueSize hold{read_limit(vm, "hold-packets", LimitKind::kPackets),
+                       read_limit(vm, "hold-bytes", LimitKind::kBytes)};
   const uint64_t seed = read_seed(vm);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = std::string("[onoff") + ((*dirs)[0].given() ? " up" : "") + ((*dirs)[1].given() ? " down" : "") +

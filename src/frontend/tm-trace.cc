@@ -103,12 +103,7 @@ tracemod::TracePlan plan_of(const po::variables_map& vm) {
   if (kinds != 1) throw tracemod::UsageError("give exactly one of --rate, --steps and --on-off");
   tracemod::TracePlan plan;
   if (vm.count("rate")) {
-    uint64_t rate = 0;
-    try {
-      rate = tracemod::parse_rate(get("rate"));
-    } catch (const tracemod::UsageError& e) {
-      throw tracemod::UsageError(std::string("--rate: ") + e.what());
-    }
+    const uint64_t rate = tracemod::parse_rate("--rate", get("rate"));
     if (!vm.count("duration")) throw tracemod::UsageError("--rate needs --duration");
     plan.total_ms = tracemod::parse_duration_ms("--duration", get("duration"));
     plan.pattern.push_back({rate, plan.total_ms});

@@ -62,9 +62,7 @@ std::shared_ptr<LinkCapture> open_capture(const po::variables_map& vm) {
   const bool any = !(o.both.empty() && o.uplink.empty() && o.downlink.empty());
   if (const std::string snap = get("pcap-snaplen"); !snap.empty()) {
     if (!any) throw UsageError("--pcap-snaplen needs --pcap, --uplink-pcap or --downlink-pcap");
-    const double n = parse_number("--pcap-snaplen", snap, 0, LinkCapture::kMaxSnaplen, "a number of bytes");
-    if (n != static_cast<uint32_t>(n)) throw UsageError("invalid --pcap-snaplen '" + snap + "': not a whole number");
-    o.snaplen = static_cast<uint32_t>(n);
+    o.snaplen = static_cast<uint32_t>(parse_bytes("--pcap-snaplen", snap, 0, LinkCapture::kMaxSnaplen));
   }
   return any ? std::make_shared<LinkCapture>(o) : nullptr;
 }

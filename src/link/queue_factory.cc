@@ -1,7 +1,6 @@
 // The one place that knows every queue discipline: it reads a queue's name and arguments and builds it.
 #include "link/queue_factory.hh"
 
-#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -14,16 +13,17 @@
 namespace tracemod {
 namespace {
 
-// The key=value pairs of one queue's arguments, checked against the keys its policy knows.
+// The key=value pairs of one queue's arguments, checked against the keys its policy knows. Values go through
+// util/parse, so they read as everywhere else: times as tm-delay's, limits as tm-onoff's and tm-modulate's.
 class QueueArgs {
  public:
   QueueArgs(const std::string& option, const std::string& name, const std::string& text, std::vector<std::string> keys)
       : args_(option, name, text, std::move(keys)) {}
   bool has(const std::string& key) const { return args_.has(key); }
-  // A whole number (packets=, bytes=); 0 if absent.
-  uint64_t count(const std::string& key, const char* expected = "a whole number below 10^15, 0 for no limit") const;
-  // Milliseconds above 0 (fractions allowed), required.
-  Nanos milliseconds(const std::string& key, const char* example) const;
+  // A limit of KIND (packets=1000 or 1000pkts, bytes=150000 or 150kB); 0 if absent.
+  uint64_t limit(const std::string& key, LimitKind kind) const;
+  // A time above 0, bare milliseconds as Mahimahi's (target=5) or with a unit (target=5ms); required.
+  Nanos time(const std::string& key, const char* example) const;
   // packets= and bytes=, at least one above 0.
   QueueLimits limits() const;
   // 0 or 1 (ecn=1); false if absent.
@@ -43,30 +43,19 @@ void QueueArgs::bad(const std::string& key, const std::string& value, const std:
   throw UsageError(args_.option() + ": bad value '" + value + "' for " + key + " (expected " + expected + ")");
 }
 
-uint64_t QueueArgs::count(const std::string& key, const char* expected) const {
+uint64_t QueueArgs::limit(const std::string& key, LimitKind kind) const {
   const std::string* v = args_.find(key);
-  if (!v) return 0;
-  const bool digits = !v->empty() && v->size() <= 15 && v->find_first_not_of("0123456789") == std::string::npos;
-  if (!digits) bad(key, *v, expected);
-  return std::stoull(*v);
+  return v ? parse_queue_limit(args_.name(key), *v, kind) : 0;
 }
 
-Nanos QueueArgs::milliseconds(const std::string& key, const char* example) const {
+Nanos QueueArgs::time(const std::string& key, const char* example) const {
   const std::string* v = args_.find(key);
   if (!v) fail(" needs " + key + "=MS (e.g. " + key + "=" + example + ")");
-  const size_t dot = v->find('.');
-  const std::string whole = v->substr(0, dot), frac = dot == std::string::npos ? "" : v->substr(dot + 1);
-  const bool form = (!whole.empty() || !frac.empty()) && (dot == std::string::npos || !frac.empty()) &&
-                    (whole + frac).find_first_not_of("0123456789") == std::string::npos && whole.size() <= 8;
-  const double ms = form ? std::stod("0" + *v) : -1;
-  const Nanos t = static_cast<Nanos>(std::llround(ms * 1e6));
-  if (!form || t <= 0 || ms > 3.6e6)
-    bad(key, *v, std::string("milliseconds above 0 and at most 3600000, e.g. ") + example + " or 2.5");
-  return t;
+  return parse_duration_between(args_.name(key), *v, kMillisecond, 1, kMaxDelay);
 }
 
 QueueLimits QueueArgs::limits() const {
-  QueueLimits l{count("packets"), count("bytes")};
+  QueueLimits l{limit("packets", LimitKind::kPackets), limit("bytes", LimitKind::kBytes)};
   if (l.packets == 0 && l.bytes == 0) fail(" needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)");
   return l;
 }
@@ -107,9 +96,10 @@ RedParams red_params(const std::string& option, const std::string& args) {
   if (r.limits.packets && r.limits.bytes)
     a.fail(" takes one hard limit, packets=N or bytes=N, whose unit min= and max= share");
   const uint64_t limit = r.limits.packets ? r.limits.packets : r.limits.bytes;
+  const LimitKind kind = r.limits.packets ? LimitKind::kPackets : LimitKind::kBytes;
   if (!a.has("min") || !a.has("max")) a.fail(" needs min=N and max=N (e.g. packets=100,min=20,max=60)");
-  r.min = static_cast<double>(a.count("min", "a whole number below 10^15"));
-  r.max = static_cast<double>(a.count("max", "a whole number below 10^15"));
+  r.min = static_cast<double>(a.limit("min", kind));  // in the hard limit's unit: min=20 or min=20pkts
+  r.max = static_cast<double>(a.limit("max", kind));
   if (!(r.min < r.max) || r.max > static_cast<double>(limit))
     a.fail(" needs min < max <= the hard limit (" + std::to_string(limit) + ")");
   r.probability = a.probability("probability", r.probability);
@@ -138,13 +128,13 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(const std::string& option
   }
   if (name == "codel") {
     QueueArgs a(option, name, args, {"target", "interval", "packets", "bytes", "ecn"});
-    const CodelParams params{a.milliseconds("target", "5"), a.milliseconds("interval", "100"), a.limits(),
+    const CodelParams params{a.time("target", "5"), a.time("interval", "100"), a.limits(),
                              a.flag("ecn")};
     return std::make_unique<CodelQueue>(params, memory_limit);
   }
   if (name == "pie") {
     QueueArgs a(option, name, args, {"qdelay_ref", "max_burst", "packets", "bytes", "ecn"});
-    const PieParams params{a.milliseconds("qdelay_ref", "15"), a.milliseconds("max_burst", "150"), a.limits(),
+    const PieParams params{a.time("qdelay_ref", "15"), a.time("max_burst", "150"), a.limits(),
                            a.flag("ecn")};
     return std::make_unique<PieQueue>(params, random, memory_limit);
   }

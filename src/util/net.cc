@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "util/error.hh"
+#include "util/parse.hh"
 
 namespace tracemod {
 
@@ -33,19 +34,6 @@ std::string SocketAddress::text() const {
   auto* a = reinterpret_cast<const sockaddr_in6*>(&storage);
   inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
   return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
-}
-
-uint16_t parse_port(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  unsigned long v = 0;
-  try {
-    v = std::stoul(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || v == 0 || v > 65535)
-    throw UsageError("invalid " + option + " '" + text + "': expected a port from 1 to 65535");
-  return static_cast<uint16_t>(v);
 }
 
 SocketAddress resolve(const std::string& option, const std::string& host, uint16_t port) {

@@ -21,9 +21,9 @@ struct SocketAddress {
 
 // HOST (a name, IPv4 or IPv6 address) and PORT; throws UsageError naming OPTION if it does not resolve.
 SocketAddress resolve(const std::string& option, const std::string& host, uint16_t port);
-// "HOST:PORT", "[V6]:PORT" or "/path" (a Unix socket); DEFAULT_HOST when only ":PORT" is given.
+// "HOST:PORT", "[V6]:PORT" or "/path" (a Unix socket); DEFAULT_HOST when only ":PORT" is given. The port is
+// read by parse_port (util/parse.hh).
 SocketAddress parse_endpoint(const std::string& option, const std::string& text, const std::string& default_host);
-uint16_t parse_port(const std::string& option, const std::string& text);
 
 // SO_BINDTODEVICE, so the path is chosen by interface and not by the routing table.
 void bind_to_device(int fd, const std::string& device, const std::string& what);

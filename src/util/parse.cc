@@ -27,23 +27,26 @@ std::string quoted(std::string_view text) {
   return "'" + out + (text.size() > kMaxQuoted ? "...'" : "'");
 }
 
-// "DIGITS[.DIGITS]" at the start of TEXT: the digits as one integer and 10^(digits after the point).
+// "DIGITS[.DIGITS]" at the start of TEXT: the digits as one integer and 10^(digits after the point). Digits past
+// the 19th are counted but not kept: too_long() refuses them once the rest of the value is known to be right.
 struct Decimal {
   Wide mantissa = 0, scale = 1;
   size_t digits = 0, used = 0;
+  bool point = false;
+  bool too_long() const { return digits > kMaxDigits; }
+  bool whole() const { return digits > 0 && !point; }
 };
 
 Decimal leading_decimal(std::string_view text) {
   Decimal d;
-  bool point = false;
   for (; d.used < text.size(); ++d.used) {
     const char c = text[d.used];
-    if (c == '.' && !point) {
-      point = true;
-    } else if (c >= '0' && c <= '9' && d.digits < kMaxDigits) {
+    if (c == '.' && !d.point) {
+      d.point = true;
+    } else if (c >= '0' && c <= '9') {
+      if (++d.digits > kMaxDigits) continue;
       d.mantissa = d.mantissa * 10 + static_cast<unsigned>(c - '0');
-      ++d.digits;
-      if (point) d.scale *= 10;
+      if (d.point) d.scale *= 10;
     } else {
       break;
     }
@@ -51,12 +54,18 @@ Decimal leading_decimal(std::string_view text) {
   return d;
 }
 
+// Throws E again with MESSAGE, keeping its class (OutOfRange or a plain UsageError).
+[[noreturn]] void rethrow(const UsageError& e, const std::string& message) {
+  if (dynamic_cast<const OutOfRange*>(&e)) throw OutOfRange(message);
+  throw UsageError(message);
+}
+
 template <typename F>
 auto naming(const std::string& option, std::string_view text, F parse) -> decltype(parse()) {
   try {
     return parse();
   } catch (const UsageError& e) {
-    throw UsageError("invalid " + option + " " + quoted(text) + ": " + e.what());
+    rethrow(e, "invalid " + option + " " + quoted(text) + ": " + e.what());
   }
 }
 
@@ -78,17 +87,83 @@ const Unit* find_unit(const Unit (&units)[N], const std::string& name) {
   return u == std::end(units) ? nullptr : u;
 }
 
+// "2 s", "1 h", "250 us": T in the largest unit that divides it, for messages.
+std::string format_duration(Nanos t) {
+  auto u = std::rbegin(kTimeUnits);
+  while (t % static_cast<Nanos>(u->scale) != 0) ++u;  // ns, the last, divides everything
+  return std::to_string(t / static_cast<Nanos>(u->scale)) + " " + u->name;
+}
+
+Nanos duration_in(std::string_view text, Nanos bare_unit, Nanos min, Nanos max) {
+  const Decimal d = leading_decimal(text);
+  const std::string unit = lower(text.substr(d.used));
+  const Unit* u = unit.empty() ? nullptr : find_unit(kTimeUnits, unit);
+  const Wide scale = u ? u->scale : static_cast<Wide>(bare_unit);
+  if (d.digits == 0 || scale == 0 || (!u && !unit.empty()))
+    throw UsageError(std::string("expected a duration") + (bare_unit ? " (a unit is optional)" : " and a unit") +
+                     ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
+  if (d.too_long()) throw OutOfRange("more than 19 digits");
+  const Wide ns = (d.mantissa * scale + d.scale - 1) / d.scale;  // rounded up: never shorter than asked
+  if (ns > static_cast<Wide>(max)) throw OutOfRange("longer than the largest allowed, " + format_duration(max));
+  if (ns < static_cast<Wide>(min)) throw OutOfRange("shorter than the smallest allowed, " + format_duration(min));
+  return static_cast<Nanos>(ns);
+}
+
+// A whole number of units: D times SCALE, from LOW to HIGH; OutOfRange(WHY) otherwise.
+uint64_t scaled_whole(const Decimal& d, uint64_t scale, uint64_t low, uint64_t high, const std::string& why) {
+  const Wide n = d.mantissa * scale;
+  if (d.too_long() || n < low || n > high) throw OutOfRange(why);
+  return static_cast<uint64_t>(n);
+}
+
+std::string range_text(uint64_t low, uint64_t high) {
+  return " from " + std::to_string(low) + " to " + (high == kMaxQueueLimit ? "2^62" : std::to_string(high));
+}
+
+// The scale of UNIT (lower case) as a limit of KIND: 1 for a bare number, 0 for a unit of the other kind.
+uint64_t limit_scale(const std::string& unit, LimitKind kind) {
+  if (unit.empty()) return 1;
+  const Unit* u = kind == LimitKind::kPackets ? find_unit(kPacketUnits, unit) : find_unit(kByteUnits, unit);
+  return u ? u->scale : 0;
+}
+
+// One limit of parse_queue_size ("7pkts", "150kB"), into its field of Q.
+void add_queue_limit(std::string_view term, QueueSize& q, const char* expected) {
+  const Decimal d = leading_decimal(term);
+  const std::string unit = lower(term.substr(d.used));
+  const bool packets = find_unit(kPacketUnits, unit) != nullptr;
+  uint64_t& field = packets ? q.packets : q.bytes;
+  const uint64_t scale = unit.empty() ? 0 : limit_scale(unit, packets ? LimitKind::kPackets : LimitKind::kBytes);
+  if (!d.whole() || scale == 0 || field != 0) throw UsageError(expected);
+  field = scaled_whole(d, scale, 1, kMaxQueueLimit, "a queue limit must be" + range_text(1, kMaxQueueLimit));
+}
+
 }  // namespace
 
+// A strict decimal grammar first: strtod alone would also take spaces, hex, "inf" and "nan".
 bool parse_double(const std::string& text, double& out) {
-  size_t used = 0;
-  double v;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {  // not a number, or out of range
-    return false;
+  size_t i = 0;
+  const auto sign = [&] { i += i < text.size() && (text[i] == '+' || text[i] == '-'); };
+  const auto digits = [&] {
+    const size_t from = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i - from;
+  };
+  sign();
+  size_t n = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    n += digits();
   }
-  if (used != text.size() || !std::isfinite(v)) return false;
+  if (n == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    sign();
+    if (digits() == 0) return false;
+  }
+  if (i != text.size()) return false;
+  const double v = std::strtod(text.c_str(), nullptr);  // ERANGE ignored: underflow gives 0, overflow inf
+  if (!std::isfinite(v)) return false;
   out = v;
   return true;
 }
@@ -99,9 +174,10 @@ uint64_t parse_rate(std::string_view text) {
   if (d.digits == 0 || !u)
     throw UsageError("invalid rate " + quoted(text) +
                      ": expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
+  if (d.too_long()) throw OutOfRange("invalid rate " + quoted(text) + ": more than 19 digits");
   const Wide bits = (d.mantissa * u->scale + d.scale / 2) / d.scale;  // to the nearest bit/s
-  if (bits == 0) throw UsageError("invalid rate " + quoted(text) + ": must be at least 1 bit/s");
-  if (bits > kMaxRate) throw UsageError("invalid rate " + quoted(text) + ": above the largest rate, 1000gbit");
+  if (bits == 0) throw OutOfRange("invalid rate " + quoted(text) + ": must be at least 1 bit/s");
+  if (bits > kMaxRate) throw OutOfRange("invalid rate " + quoted(text) + ": above the largest rate, 1000gbit");
   return static_cast<uint64_t>(bits);
 }
 
@@ -109,47 +185,37 @@ uint64_t parse_rate(const std::string& option, std::string_view text) {
   try {
     return parse_rate(text);
   } catch (const UsageError& e) {
-    throw UsageError(option + ": " + e.what());
+    rethrow(e, option + ": " + e.what());
   }
 }
 
 Nanos parse_duration(std::string_view text, Nanos bare_unit, Nanos max) {
-  const Decimal d = leading_decimal(text);
-  const std::string unit = lower(text.substr(d.used));
-  const Unit* u = unit.empty() ? nullptr : find_unit(kTimeUnits, unit);
-  const Wide scale = u ? u->scale : static_cast<Wide>(bare_unit);
-  if (d.digits == 0 || scale == 0 || (!u && !unit.empty()))
-    throw UsageError(std::string("expected a duration") + (bare_unit ? " (a unit is optional)" : " and a unit") +
-                     ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
-  const Wide ns = (d.mantissa * scale + d.scale - 1) / d.scale;  // rounded up: never shorter than asked
-  if (ns > static_cast<Wide>(max)) {
-    std::ostringstream s;
-    s << "longer than the largest allowed, " << static_cast<double>(max) / 1e9 << " s";
-    throw UsageError(s.str());
-  }
-  return static_cast<Nanos>(ns);
+  return duration_in(text, bare_unit, 0, max);
 }
 
 Nanos parse_duration(const std::string& option, std::string_view text, Nanos bare_unit, Nanos max) {
-  return naming(option, text, [&] { return parse_duration(text, bare_unit, max); });
+  return naming(option, text, [&] { return duration_in(text, bare_unit, 0, max); });
 }
 
-double parse_milliseconds(const std::string& option, const std::string& text) {
-  try {
-    return static_cast<double>(parse_duration(text, kMillisecond, 3600LL * 1000000000)) / 1e6;
-  } catch (const UsageError&) {
-    throw UsageError("invalid " + option + " " + quoted(text) +
-                     ": expected milliseconds from 0 to 3600000 (e.g. 40 or 0.25), or a duration with a unit "
-                     "(e.g. 1.5s)");
-  }
+Nanos parse_duration_between(const std::string& option, std::string_view text, Nanos bare_unit, Nanos min,
+                             Nanos max) {
+  return naming(option, text, [&] { return duration_in(text, bare_unit, min, max); });
+}
+
+Nanos parse_delay(std::string_view text) {
+  return duration_in(text, kMillisecond, 0, kMaxDelay);
+}
+
+Nanos parse_delay(const std::string& option, std::string_view text) {
+  return naming(option, text, [&] { return parse_delay(text); });
 }
 
 double parse_probability(std::string_view text) {
+  const char* const expected = "expected a probability from 0 to 1, or a percentage (e.g. 0.01 or 1%)";
   const bool percent = !text.empty() && text.back() == '%';
   double v = -1;
-  if (!parse_double(std::string(percent ? text.substr(0, text.size() - 1) : text), v) ||
-      !(v >= 0 && v <= (percent ? 100 : 1)))
-    throw UsageError("expected a probability from 0 to 1, or a percentage (e.g. 0.01 or 1%)");
+  if (!parse_double(std::string(percent ? text.substr(0, text.size() - 1) : text), v)) throw UsageError(expected);
+  if (!(v >= 0 && v <= (percent ? 100 : 1))) throw OutOfRange(expected);
   return percent ? v / 100 : v;
 }
 
@@ -159,24 +225,50 @@ double parse_probability(const std::string& option, std::string_view text) {
 
 double parse_number(const std::string& option, std::string_view text, double low, double high,
                     const std::string& unit) {
+  std::ostringstream s;
+  s << "invalid " << option << " " << quoted(text) << ": expected " << unit << " from " << low << " to " << high;
   double v = NAN;
-  if (!parse_double(std::string(text), v) || !(v >= low && v <= high)) {
-    std::ostringstream s;
-    s << "invalid " << option << " " << quoted(text) << ": expected " << unit << " from " << low << " to " << high;
-    throw UsageError(s.str());
-  }
+  if (!parse_double(std::string(text), v)) throw UsageError(s.str());
+  if (!(v >= low && v <= high)) throw OutOfRange(s.str());
   return v;
 }
 
 uint64_t parse_whole_number(const std::string& option, std::string_view text, uint64_t low, uint64_t high,
                             const std::string& unit) {
+  const std::string why = "invalid " + option + " " + quoted(text) + ": expected " + unit + range_text(low, high);
   const Decimal d = leading_decimal(text);
-  if (d.digits == 0 || d.used != text.size() || d.scale != 1 || d.mantissa < low || d.mantissa > high) {
-    std::ostringstream s;
-    s << "invalid " << option << " " << quoted(text) << ": expected " << unit << " from " << low << " to " << high;
-    throw UsageError(s.str());
-  }
-  return static_cast<uint64_t>(d.mantissa);
+  if (!d.whole() || d.used != text.size()) throw UsageError(why);
+  return scaled_whole(d, 1, low, high, why);
+}
+
+uint16_t parse_port(const std::string& option, std::string_view text) {
+  return static_cast<uint16_t>(parse_whole_number(option, text, 1, 65535, "a port"));
+}
+
+uint64_t parse_bytes(std::string_view text, uint64_t low, uint64_t high) {
+  const std::string why = "expected bytes" + range_text(low, high) + ", a unit optional: B, kB, KiB, MB or MiB";
+  const Decimal d = leading_decimal(text);
+  const uint64_t scale = limit_scale(lower(text.substr(d.used)), LimitKind::kBytes);
+  if (!d.whole() || scale == 0) throw UsageError(why);
+  return scaled_whole(d, scale, low, high, why);
+}
+
+uint64_t parse_bytes(const std::string& option, std::string_view text, uint64_t low, uint64_t high) {
+  return naming(option, text, [&] { return parse_bytes(text, low, high); });
+}
+
+uint64_t parse_queue_limit(std::string_view text, LimitKind kind) {
+  const bool packets = kind == LimitKind::kPackets;
+  const Decimal d = leading_decimal(text);
+  const uint64_t scale = limit_scale(lower(text.substr(d.used)), kind);
+  if (!d.whole() || scale == 0)
+    throw UsageError(packets ? "expected a whole number of packets (e.g. 100 or 100pkts)"
+                             : "expected a whole number of bytes (e.g. 150000, 150000B or 150kB)");
+  return scaled_whole(d, scale, 0, kMaxQueueLimit, "a queue limit must be at most 2^62");
+}
+
+uint64_t parse_queue_limit(const std::string& option, std::string_view text, LimitKind kind) {
+  return naming(option, text, [&] { return parse_queue_limit(text, kind); });
 }
 
 QueueSize parse_queue_size(std::string_view text) {
@@ -186,16 +278,7 @@ QueueSize parse_queue_size(std::string_view text) {
   if (lower(text) == "unlimited") return q;
   for (std::string_view rest = text;;) {
     const size_t comma = rest.find(',');
-    const std::string_view term = rest.substr(0, comma);
-    const Decimal d = leading_decimal(term);
-    const std::string unit = lower(term.substr(d.used));
-    const Unit* u = find_unit(kPacketUnits, unit);
-    uint64_t& field = u ? q.packets : q.bytes;
-    if (!u) u = find_unit(kByteUnits, unit);
-    if (d.digits == 0 || d.scale != 1 || !u || field != 0) throw UsageError(expected);
-    const Wide n = d.mantissa * u->scale;
-    if (n == 0 || n > (Wide{1} << 62)) throw UsageError("a queue limit must be above 0 and below 2^62");
-    field = static_cast<uint64_t>(n);
+    add_queue_limit(rest.substr(0, comma), q, expected);
     if (comma == std::string_view::npos) return q;
     rest = rest.substr(comma + 1);
   }

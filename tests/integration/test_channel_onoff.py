@@ -131,6 +131,7 @@ def test_schedule_file_outages_to_the_millisecond(user, tools, public_tmp):
     (["--schedule", "/nonexistent/drive"], "/nonexistent/drive: cannot open the schedule"),
     (["uplink", "1", "1", "--off-mode", "queue"], "invalid --off-mode 'queue'"),
     (["uplink", "1", "1", "--hold-packets", "-3"], "invalid --hold-packets '-3'"),
+    (["uplink", "1", "1", "--hold-bytes", "7pkts"], "invalid --hold-bytes '7pkts'"),
 ])
 def test_bad_options_exit_2_naming_them(root, tools, args, needle):
     r = root.run(tools.shell("tm-onoff", *args, cmd=["true"]))
@@ -142,3 +143,11 @@ def test_bad_schedule_names_file_and_line(root, tools, public_tmp):
     r = root.run(tools.shell("tm-onoff", "--schedule", schedule, cmd=["true"]))
     assert r.returncode == 2, r.stderr
     assert f"{schedule}:2: the link is already off" in r.stderr
+
+
+# The hold limits read as tm-link's packets= and bytes=: bare, or with a unit of their kind.
+def test_hold_limits_take_the_queue_limit_grammar(root, tools):
+    r = root.run(tools.shell("tm-onoff", "-v", "--off-mode", "hold", "--hold-packets", "5000pkts", "--hold-bytes",
+                             "1500kB", "uplink", "1", "1", cmd=["true"]))
+    assert r.returncode == 0, r.stderr
+    assert "off: hold packets=5000 bytes=1500000" in r.stderr, r.stderr

@@ -41,3 +41,26 @@ def test_eight_nested_shells_add_their_delays(who, tools):
         cmd = tools.delay(2, cmd=cmd)
     r = assert_ping_rtt(who, cmd, 32.0, 40.0, timeout=60)
     assert "depth 8" in r.stdout
+
+
+# The delay is integer nanoseconds read from the text, never through a double (2.007 ms was 2007001 ns): the
+# prompt prints it to the nanosecond.
+@pytest.mark.parametrize("args,prompt", [
+    (["2.007"], "[delay 2.007]"),
+    (["250us"], "[delay 0.25]"),
+    (["--uplink-delay", "0.0000001", "--downlink-delay", "1.5s"], "[delay up 0.000001 down 1500]"),
+])
+def test_delays_are_exact_to_the_nanosecond(root, tools, args, prompt):
+    r = root.run(tools.delay(*args, cmd=sh('echo "$TM_PROMPT"')))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == prompt + " \n", r.stdout
+
+
+@pytest.mark.parametrize("args,named", [
+    (["2.5 ms"], "invalid delay '2.5 ms'"),
+    (["3600001"], "invalid delay '3600001': longer than the largest allowed, 1 h"),
+    (["5", "--jitter", "-1"], "invalid --jitter '-1'"),
+])
+def test_bad_delays_exit_2_naming_them(root, tools, args, named):
+    r = root.run(tools.delay(*args, cmd=["true"]))
+    assert r.returncode == 2 and named in r.stderr.splitlines()[0], r.stderr

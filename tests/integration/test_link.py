@@ -379,6 +379,10 @@ def test_missing_trace_exits_2(root, tools, public_tmp):
     (["--uplink-rate", "1mbit", "--downlink-rate", "1mbit", "--downlink-queue", "droptail",
       "--downlink-queue-args", "pakets=10"], "pakets"),
     (["--uplink-rate", "1mbit", "--downlink-rate", "1mbit", "--once"], "--once"),
+    (["--uplink-rate", "1mbit", "--downlink-rate", "1mbit", "--downlink-queue", "codel",
+      "--downlink-queue-args", "target=5 ms,interval=100,packets=10"], "--downlink-queue-args (codel target=) '5 ms'"),
+    (["--uplink-rate", "1mbit", "--downlink-rate", "1mbit", "--downlink-queue", "droptail",
+      "--downlink-queue-args", "bytes=10pkts"], "--downlink-queue-args (droptail bytes=) '10pkts'"),
 ])
 def test_bad_options_exit_2_naming_them(root, tools, args, needle):
     r = root.run(tools.shell("tm-link", *args, cmd=["true"]))
@@ -421,3 +425,24 @@ def test_aqm_keeps_tcp_queueing_delay_near_its_target_and_the_link_busy(root, to
     sent = sum(int(f[2]) for f in last if f[1] == "-")
     capacity = 1500 * sum(1 for f in last if f[1] == "#")
     assert sent >= 0.95 * capacity, f"{queue}: the link carried {sent} of the {capacity} bytes it offered"
+
+
+# Queue arguments read as every other value: times as tm-delay's (bare milliseconds as Mahimahi's, or a unit),
+# limits as tm-onoff's and tm-modulate's (bare as Mahimahi's, or a unit of the key's kind). Old and new
+# spellings of the same queue describe it alike in the log header.
+@pytest.mark.parametrize("queue,args,described", [
+    ("codel", "target=5,interval=100,packets=1000", "codel target=5 interval=100 packets=1000"),
+    ("codel", "target=5ms,interval=0.1s,packets=1000pkts", "codel target=5 interval=100 packets=1000"),
+    ("pie", "qdelay_ref=15000us,max_burst=150,bytes=150kB", "pie qdelay_ref=15 max_burst=150 bytes=150000"),
+    ("droptail", "packets=100", "droptail packets=100"),
+    ("droptail", "packets=100PKTS,bytes=64KiB", "droptail packets=100 bytes=65536"),
+    ("red", "bytes=150kB,min=30kB,max=90000", "red bytes=150000 min=30000 max=90000"),
+])
+def test_queue_arguments_take_the_shared_grammar(root, tools, public_tmp, queue, args, described):
+    log = os.path.join(public_tmp, "up.log")
+    r = root.run(tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit",
+                             f"--uplink-queue={queue}", f"--uplink-queue-args={args}", f"--uplink-log={log}",
+                             cmd=["true"]))
+    assert r.returncode == 0, r.stderr
+    header, _ = parse_log(log)
+    assert any(h.startswith(f"# queue: {described}") for h in header), header

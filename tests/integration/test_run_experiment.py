@@ -205,6 +205,17 @@ def test_dry_run_lists_runs_seeds_and_command_lines(root, experiment, public_tmp
     assert not os.path.exists(public_tmp / "dry")
 
 
+# tm-run reads its own values as the tools read theirs: durations and sizes may carry units; the workload gets
+# numbers in the keys' units, as when they are written as numbers.
+def test_values_with_units_reach_the_workload_as_numbers(root, experiment, public_tmp):
+    text = EXPERIMENT.replace("seconds = 1", 'seconds = "1000ms"\nsample_ms = "0.02s"').replace(
+        "seed = 42", 'seed = 42\ntimeout = "2min"')
+    r = root.run(tm_run(write(public_tmp, "units.toml", text), "-o", public_tmp / "dry", "--dry-run"))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 6 and all('"seconds":1.0' in l and '"sample_ms":20.0' in l for l in lines), lines[0]
+
+
 def most_at_once(res):
     """The largest number of runs of RES that were running at one moment (from their start and end times)."""
     import datetime
@@ -245,9 +256,11 @@ def test_parallel_runs_overlap_use_the_same_ports_and_equal_a_serial_run(root, p
 
 
 def test_bad_input_one_line_and_status_2(root, public_tmp):
-    bad = write(public_tmp, "bad.toml", EXPERIMENT.replace("seconds = 1", "seconds = \"1s\""))
+    bad = write(public_tmp, "bad.toml", EXPERIMENT.replace("seconds = 1", "seconds = \"1 s\""))
     r = root.run(tm_run(bad, "-o", public_tmp / "out"))
-    assert r.returncode == 2 and r.stderr == f"tm-run: {bad}:14: [workload] 'seconds' must be a number, not '1s'\n"
+    assert r.returncode == 2 and r.stderr == (f"tm-run: {bad}:14: [workload] 'seconds': invalid value '1 s': expected a "
+                                              "duration (a unit is optional): ns, us, ms, s, min or h (e.g. 200ms or "
+                                              "1.5s)\n"), r.stderr
     refused = write(public_tmp, "refused.toml", 'name = "x"\n[[shell]]\nrun = "tm-delay --uplink-delay x"\n'
                     '[workload]\nkind = "command"\nclient = "true"\nseconds = 1\n')
     r = root.run(tm_run(refused, "-o", public_tmp / "out2", "-q"))

@@ -93,7 +93,11 @@ def test_braces_and_workload_substitution():
 
 @pytest.mark.parametrize("change,message", [
     (("seconds = 5", "seconds = 5\nsecs = 1"), "exp.toml:17: unknown key 'secs' in [workload] of kind bulk"),
-    (("seconds = 5", 'seconds = "5s"'), "exp.toml:16: [workload] 'seconds' must be a number, not '5s'"),
+    (("seconds = 5", "seconds = [5]"), "exp.toml:16: [workload] 'seconds' must be a number, not [5]"),
+    (("seconds = 5", 'seconds = "5 s"'), "exp.toml:16: [workload] 'seconds': invalid value '5 s': expected a duration "
+                                         "(a unit is optional): ns, us, ms, s, min or h"),
+    (("seconds = 5", 'seconds = "-5"'), "exp.toml:16: [workload] 'seconds': invalid value '-5': expected a duration"),
+    (("seconds = 5", 'seconds = "100000s"'), "exp.toml:16: [workload] 'seconds' must be from 0.01 to 86400, not 100000"),
     (("{queue}", "{queue} {delay}"), "exp.toml:7: '{delay}' names no matrix entry (known: rate, queue)"),
     (("{queue}", ""), "exp.toml:10: matrix 'queue' is used by no [[shell]] run"),
     (('"tm-delay 20"', '"tm-delay 20 -- sh"'), "exp.toml:5: [[shell]] 1 'run' must not contain '--'"),

@@ -203,7 +203,13 @@ TEST(Red, Arguments) {
   EXPECT_NE(error_of("packets=100,min=20,max=60,wq=2").find("invalid --uplink-queue-args (red wq=) '2'"),
             std::string::npos);
   EXPECT_EQ(error_of("packets=100,min=2.5,max=60"),
-            "--uplink-queue-args: bad value '2.5' for min (expected a whole number below 10^15)");
+            "invalid --uplink-queue-args (red min=) '2.5': expected a whole number of packets (e.g. 100 or 100pkts)");
+  EXPECT_EQ(error_of("packets=100,min=20,max=60kB"),
+            "invalid --uplink-queue-args (red max=) '60kB': expected a whole number of packets (e.g. 100 or 100pkts)");
+  // min= and max= take the hard limit's unit, bare (Mahimahi's) or spelled out.
+  EXPECT_EQ(describe("packets=100pkts,min=20pkts,max=60"), "red packets=100 min=20 max=60 probability=0.02 wq=0.002");
+  EXPECT_EQ(describe("bytes=150kB,min=30kB,max=90000B"),
+            "red bytes=150000 min=30000 max=90000 probability=0.02 wq=0.002");
   EXPECT_EQ(error_of("packets=100,min=20,max=60,target=5"),
             "--uplink-queue-args: unknown key 'target' for red (expected packets, bytes, min, max, probability, wq, "
             "gentle, ecn)");

@@ -1,5 +1,12 @@
-// The value parsers every tool shares (rates are tested with traces, in test_trace.cc).
+// The value parsers every tool shares: the grammar, line by line from tests/data/values.tsv (which tm-run's
+// Python reader is checked against too), then the messages and option names of each reader.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
 
 #include "util/error.hh"
 #include "util/parse.hh"
@@ -15,6 +22,81 @@ std::string usage_error(F f) {
     return e.what();
   }
   return "";
+}
+
+// --- The shared grammar (tests/data/values.tsv) ---
+
+struct Vector {
+  std::string kind, input, expected;
+  size_t line;
+};
+
+std::vector<Vector> read_vectors() {
+  const std::string path = std::string(TM_TEST_DATA) + "/values.tsv";
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::vector<Vector> out;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, '\t');) f.push_back(field);
+    EXPECT_EQ(f.size(), 3u) << path << ":" << n << ": expected KIND, INPUT and EXPECTED separated by tabs";
+    if (f.size() == 3) out.push_back({f[0], f[1] == "<empty>" ? "" : f[1], f[2], n});
+  }
+  return out;
+}
+
+std::string both(const QueueSize& q) {
+  return std::to_string(q.packets) + "," + std::to_string(q.bytes);
+}
+
+// TEXT as KIND reads it, written as values.tsv writes it; a decimal for the kinds that read doubles.
+std::string read_as(const std::string& kind, const std::string& text, double& number) {
+  const auto whole = [](uint64_t v) { return std::to_string(v); };
+  if (kind == "duration") return whole(parse_duration(text));
+  if (kind == "duration_ms") return whole(parse_duration(text, kMillisecond));
+  if (kind == "duration_s") return whole(parse_duration(text, 1000 * kMillisecond));
+  if (kind == "delay") return whole(parse_delay(text));
+  if (kind == "rate") return whole(parse_rate(text));
+  if (kind == "probability") return number = parse_probability(text), "number";
+  if (kind == "number") {
+    if (!parse_double(text, number)) throw UsageError("not a number");
+    return "number";
+  }
+  if (kind == "whole") return whole(parse_whole_number("x", text, 0, std::numeric_limits<uint64_t>::max()));
+  if (kind == "port") return whole(parse_port("x", text));
+  if (kind == "bytes") return whole(parse_bytes(text, 0, kMaxQueueLimit));
+  if (kind == "packets_limit") return whole(parse_queue_limit(text, LimitKind::kPackets));
+  if (kind == "bytes_limit") return whole(parse_queue_limit(text, LimitKind::kBytes));
+  if (kind == "queue_size") return both(parse_queue_size(text));
+  ADD_FAILURE() << "unknown kind " << kind;
+  return "";
+}
+
+TEST(ValueGrammar, EveryVectorOfValuesTsv) {
+  const std::vector<Vector> vectors = read_vectors();
+  EXPECT_GT(vectors.size(), 100u);
+  for (const Vector& v : vectors) {
+    SCOPED_TRACE("values.tsv:" + std::to_string(v.line) + ": " + v.kind + " '" + v.input + "'");
+    double number = NAN;
+    std::string got;
+    try {
+      got = read_as(v.kind, v.input, number);
+    } catch (const OutOfRange&) {
+      got = "!range";
+    } catch (const UsageError&) {
+      got = "!syntax";
+    }
+    if (got == "number" && v.expected[0] != '!') {
+      const double want = std::strtod(v.expected.c_str(), nullptr);
+      EXPECT_NEAR(number, want, 1e-15 * std::fabs(want));
+    } else {
+      EXPECT_EQ(got, v.expected);
+    }
+  }
 }
 
 TEST(ParseDuration, UnitsAndBareNumbers) {
@@ -34,20 +116,55 @@ TEST(ParseDuration, UnitsAndBareNumbers) {
   EXPECT_EQ(usage_error([] { parse_duration("--jitter", "10x", kMillisecond); }),
             "invalid --jitter '10x': expected a duration (a unit is optional): ns, us, ms, s, min or h (e.g. 200ms or "
             "1.5s)");
+  EXPECT_EQ(usage_error([] { parse_duration("--window", "10"); }),
+            "invalid --window '10': expected a duration and a unit: ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
   EXPECT_EQ(parse_duration("--d", "2s", 0, kMillisecond * 2000), kMillisecond * 2000);
   EXPECT_EQ(usage_error([] { parse_duration("--d", "2.001s", 0, kMillisecond * 2000); }),
             "invalid --d '2.001s': longer than the largest allowed, 2 s");
+  EXPECT_EQ(usage_error([] { parse_duration("--d", "99999999999999999999ns"); }),
+            "invalid --d '99999999999999999999ns': more than 19 digits");
 }
 
-TEST(ParseMilliseconds, MahimahiFormAndUnits) {
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "40"), 40);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "0.25"), 0.25);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "1.5s"), 1500);
-  EXPECT_DOUBLE_EQ(parse_milliseconds("delay", "3600000"), 3600000);
+TEST(ParseDuration, BetweenBoundsNamedInTheirLargestUnit) {
+  EXPECT_EQ(parse_duration_between("--bin", "0.001", kMillisecond, 1000, kMaxDelay), 1000);
+  EXPECT_EQ(usage_error([] { parse_duration_between("--bin", "0.0009", kMillisecond, 1000, kMaxDelay); }),
+            "invalid --bin '0.0009': shorter than the smallest allowed, 1 us");
+  EXPECT_EQ(usage_error([] { parse_duration_between("--duration", "0.5", 1000 * kMillisecond, 1000 * kMillisecond,
+                                                    86400000 * kMillisecond); }),
+            "invalid --duration '0.5': shorter than the smallest allowed, 1 s");
+  EXPECT_EQ(usage_error([] { parse_duration_between("--duration", "25h", 0, 1, 86400000 * kMillisecond); }),
+            "invalid --duration '25h': longer than the largest allowed, 24 h");
+}
+
+// The named forms keep the class of the error: out of range stays OutOfRange, a misspelling a plain UsageError.
+TEST(ParseErrors, NamedFormsKeepTheirClass) {
+  EXPECT_THROW(parse_duration("--d", "1001h"), OutOfRange);
+  EXPECT_THROW(parse_rate("--uplink-rate", "0mbit"), OutOfRange);
+  EXPECT_THROW(parse_queue_size("queue", "0pkts"), OutOfRange);
+  try {
+    parse_delay("--delay", "x");
+    FAIL();
+  } catch (const OutOfRange&) {
+    FAIL() << "a misspelling is not out of range";
+  } catch (const UsageError&) {
+  }
+}
+
+// tm-delay's delay: integer nanoseconds from the text, never through a double (2.007 ms was 2007001 ns).
+TEST(ParseDelay, MahimahiMillisecondsExactToTheNanosecond) {
+  EXPECT_EQ(parse_delay("delay", "2.007"), 2007000);
+  EXPECT_EQ(format_ms(parse_delay("delay", "2.007")), "2.007");
+  EXPECT_EQ(parse_delay("delay", "40"), 40 * kMillisecond);
+  EXPECT_EQ(parse_delay("delay", "0.25"), 250000);
+  EXPECT_EQ(parse_delay("delay", "1.5s"), 1500 * kMillisecond);
+  EXPECT_EQ(parse_delay("delay", "3600000"), kMaxDelay);
   for (const char* bad : {"-5", "3600001", "abc", "", "1e2"})
-    EXPECT_NE(usage_error([&] { parse_milliseconds("delay", bad); }), "") << bad;
-  EXPECT_EQ(usage_error([] { parse_milliseconds("--uplink-delay", "x"); }).rfind("invalid --uplink-delay 'x': ", 0),
-            0u);
+    EXPECT_NE(usage_error([&] { parse_delay("delay", bad); }), "") << bad;
+  EXPECT_EQ(usage_error([] { parse_delay("--uplink-delay", "x"); }),
+            "invalid --uplink-delay 'x': expected a duration (a unit is optional): ns, us, ms, s, min or h (e.g. "
+            "200ms or 1.5s)");
+  EXPECT_EQ(usage_error([] { parse_delay("--uplink-delay", "3600001"); }),
+            "invalid --uplink-delay '3600001': longer than the largest allowed, 1 h");
 }
 
 TEST(ParseProbability, FractionsAndPercentages) {
@@ -87,6 +204,31 @@ TEST(ParseWholeNumber, DigitsOnlyWithinTheRange) {
     EXPECT_NE(usage_error([&] { parse_whole_number("--small", bad, 44, 65000, "bytes"); }), "") << bad;
   EXPECT_EQ(usage_error([] { parse_whole_number("--small", "1.5", 44, 65000, "bytes"); }),
             "invalid --small '1.5': expected bytes from 44 to 65000");
+}
+
+TEST(ParsePort, OneTo65535NamingTheOption) {
+  EXPECT_EQ(parse_port("--port", "9475"), 9475);
+  EXPECT_EQ(usage_error([] { parse_port("--data-port", "70000"); }),
+            "invalid --data-port '70000': expected a port from 1 to 65535");
+  EXPECT_EQ(usage_error([] { parse_port("--port", "0"); }), "invalid --port '0': expected a port from 1 to 65535");
+}
+
+TEST(ParseBytes, BareOrWithAUnit) {
+  EXPECT_EQ(parse_bytes("--small", "64", 1, 65000), 64u);
+  EXPECT_EQ(parse_bytes("--large", "1KiB", 1, 65000), 1024u);
+  EXPECT_EQ(usage_error([] { parse_bytes("--packet-size", "40", 128, 9000); }),
+            "invalid --packet-size '40': expected bytes from 128 to 9000, a unit optional: B, kB, KiB, MB or MiB");
+}
+
+TEST(ParseQueueLimit, TheKeyNamesTheKind) {
+  EXPECT_EQ(parse_queue_limit("--hold-packets", "1000", LimitKind::kPackets), 1000u);
+  EXPECT_EQ(parse_queue_limit("--hold-bytes", "1500kB", LimitKind::kBytes), 1500000u);
+  EXPECT_EQ(usage_error([] { parse_queue_limit("--hold-packets", "-3", LimitKind::kPackets); }),
+            "invalid --hold-packets '-3': expected a whole number of packets (e.g. 100 or 100pkts)");
+  EXPECT_EQ(usage_error([] { parse_queue_limit("--hold-bytes", "7pkts", LimitKind::kBytes); }),
+            "invalid --hold-bytes '7pkts': expected a whole number of bytes (e.g. 150000, 150000B or 150kB)");
+  EXPECT_EQ(usage_error([] { parse_queue_limit("--hold-bytes", "4611686018427387905", LimitKind::kBytes); }),
+            "invalid --hold-bytes '4611686018427387905': a queue limit must be at most 2^62");
 }
 
 TEST(ParseQueueSize, PacketsBytesOrBoth) {

@@ -110,13 +110,31 @@ TEST(QueueDisciplineArgs, LimitsAreRequiredAndWholeNumbers) {
   const std::string need = " needs a limit: packets=N and/or bytes=N above 0 (e.g. packets=100)";
   EXPECT_EQ(error_of("droptail", ""), "--uplink-queue-args: droptail" + need);
   EXPECT_EQ(error_of("drophead", "packets=0"), "--uplink-queue-args: drophead" + need);
-  const std::string whole = "' for packets (expected a whole number below 10^15, 0 for no limit)";
-  for (const char* v : {"abc", "-5", "1.5", "", "1e3", "+3", "10 0", "1000000000000000"})
+  const std::string whole = "': expected a whole number of packets (e.g. 100 or 100pkts)";
+  for (const char* v : {"abc", "-5", "1.5", "", "1e3", "+3", "10 0", "100kB", "100 pkts"})
     EXPECT_EQ(error_of("droptail", std::string("packets=") + v),
-              std::string("--uplink-queue-args: bad value '") + v + whole)
+              std::string("invalid --uplink-queue-args (droptail packets=) '") + v + whole)
         << v;
+  EXPECT_EQ(error_of("droptail", "packets=4611686018427387905"),
+            "invalid --uplink-queue-args (droptail packets=) '4611686018427387905': a queue limit must be at most "
+            "2^62");
   EXPECT_EQ(error_of("droptail", "bytes=x"),
-            "--uplink-queue-args: bad value 'x' for bytes (expected a whole number below 10^15, 0 for no limit)");
+            "invalid --uplink-queue-args (droptail bytes=) 'x': expected a whole number of bytes (e.g. 150000, 150000B "
+            "or 150kB)");
+  EXPECT_EQ(error_of("droptail", "bytes=7pkts"),
+            "invalid --uplink-queue-args (droptail bytes=) '7pkts': expected a whole number of bytes (e.g. 150000, "
+            "150000B or 150kB)");
+}
+
+// Limits read as tm-onoff's --hold-* and tm-modulate's queue= read them: Mahimahi's bare numbers, or with a unit
+// of the key's kind.
+TEST(QueueDisciplineArgs, LimitsTakeTheSharedGrammar) {
+  EXPECT_EQ(make("droptail", "packets=1000pkts")->describe(), "droptail packets=1000");
+  EXPECT_EQ(make("droptail", "packets=7PACKETS, bytes=150kB")->describe(), "droptail packets=7 bytes=150000");
+  EXPECT_EQ(make("drophead", "bytes=64KiB")->describe(), "drophead bytes=65536");
+  EXPECT_EQ(make("drophead", "bytes=150000B")->describe(), "drophead bytes=150000");
+  EXPECT_EQ(make("codel", "target=5,interval=100,bytes=1MB")->describe(),
+            "codel target=5 interval=100 bytes=1000000");
 }
 
 TEST(QueueDisciplineArgs, ErrorsNameTheDownlinkOptionToo) {
@@ -326,14 +344,31 @@ TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
     EXPECT_EQ(error_of(c.name, first + "," + second + ",packets=1,limit=5"),
               "--uplink-queue-args: unknown key 'limit' for " + c.name + " (expected " + c.first + ", " + c.second +
                   ", packets, bytes, ecn)");
-    const std::string expected = "' for " + c.second + " (expected milliseconds above 0 and at most 3600000, e.g. " +
-                                 c.second_example + " or 2.5)";
-    for (const char* v : {"0", "0.0", "-1", "abc", "5ms", "1e3", ".", "5.", "3600001", "nan", "0.0000001", ""})
+    // Times read as tm-delay's: bare milliseconds or a unit, rounded up to the nanosecond, above 0, at most 1 h.
+    const std::string named = "invalid --uplink-queue-args (" + c.name + " " + c.second + "=) '";
+    const std::string syntax = "': expected a duration (a unit is optional): ns, us, ms, s, min or h (e.g. 200ms or "
+                               "1.5s)";
+    for (const char* v : {"-1", "abc", "1e3", ".", "nan", "", "5 ms", "5sec", "5m"})
+      EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=" + v), named + v + syntax) << v;
+    for (const char* v : {"0", "0.0", "0ms"})
       EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=" + v),
-                std::string("--uplink-queue-args: bad value '") + v + expected)
+                named + v + "': shorter than the smallest allowed, 1 ns")
+          << v;
+    for (const char* v : {"3600001", "3600000.000001", "61min"})
+      EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=" + v),
+                named + v + "': longer than the largest allowed, 1 h")
           << v;
     EXPECT_EQ(make(c.name, c.first + "=.5," + c.second + "=3600000,packets=1")->describe(),
               c.name + " " + c.first + "=0.5 " + c.second + "=3600000 packets=1");
+    // The same time in any unit; fractions rounded up (0.0000001 ms is 1 ns, not 0).
+    for (const char* v : {"5", "5ms", "5000us", "5.", "0.005s", "5000000ns"})
+      EXPECT_EQ(make(c.name, c.first + "=" + v + "," + second + ",packets=1")->describe(),
+                c.name + " " + c.first + "=5 " + second + " packets=1")
+          << v;
+    EXPECT_EQ(make(c.name, c.first + "=0.0000001," + second + ",packets=1")->describe(),
+              c.name + " " + c.first + "=0.000001 " + second + " packets=1");
+    EXPECT_EQ(make(c.name, c.first + "=2.007," + second + ",packets=1")->describe(),
+              c.name + " " + c.first + "=2.007 " + second + " packets=1");
   }
   EXPECT_EQ(error_of("codel", "target=5,interval=100,packets=10,qdelay_ref=5"),
             "--uplink-queue-args: unknown key 'qdelay_ref' for codel (expected target, interval, packets, bytes, ecn)");

@@ -2,8 +2,8 @@
 
 The parts, each a module: experiment (the TOML model, matrix expansion, seeds), shard (K/N shares and the
 batch systems' indices), stack (a run's command lines), runner (running, resuming, collecting), workloads/
-(bulk, maxrate, reqrep, web, command: clients and servers), stats, results (CSV, JSON, summary.md, manifest,
-assertions), plots, merge, compare, cli.
+(bulk, maxrate, reqrep, web, command: clients and servers), values (durations, sizes, ports... read as the tools
+read them), stats, results (CSV, JSON, summary.md, manifest, assertions), plots, merge, compare, cli.
 """
 import os
 

@@ -29,7 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from . import seeds
+from . import seeds, values
 from .errors import ConfigError, UsageError
 from .workloads import registry
 
@@ -243,6 +243,20 @@ def _int(data, key, default, low, high):
     return value
 
 
+def _timeout(value):
+    """Seconds: a number, or a string read as the tools read durations ("900", "15min")."""
+    if isinstance(value, str):
+        try:
+            value = values.seconds(value)
+        except UsageError as e:
+            raise ConfigError(f"'timeout': invalid value {values.quoted(value)}: {e}", ("timeout",)) from None
+    if value is not None:
+        _expect(value, (int, float), "'timeout'", ("timeout",))
+        if value <= 0:
+            raise ConfigError("'timeout' must be positive seconds", ("timeout",))
+    return value
+
+
 def _shells(data):
     shells = data.get("shell")
     if shells is None:
@@ -386,11 +400,7 @@ def parse(text, path="experiment"):
         if "workload" not in data:
             raise ConfigError("no [workload]: say what runs behind the stack, e.g. kind = \"bulk\"")
         workload = registry.validate(_expect(data["workload"], (dict,), "'workload'", ("workload",)))
-        timeout = data.get("timeout")
-        if timeout is not None:
-            _expect(timeout, (int, float), "'timeout'", ("timeout",))
-            if timeout <= 0:
-                raise ConfigError("'timeout' must be positive seconds", ("timeout",))
+        timeout = _timeout(data.get("timeout"))
         exp = Experiment(
             path=path, text=text, name=name, replications=_int(data, "replications", 1, 1, 10000),
             seed=_int(data, "seed", 0, 0, 2 ** 63 - 1),

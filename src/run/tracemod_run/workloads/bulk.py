@@ -13,18 +13,20 @@ import os
 import threading
 
 from . import common, registry, transfer
+from .. import values
 from .registry import Param
 
 DEFAULT_PORT = 5301
 HEADLINE = ("goodput_mbps", "completion_s", "retransmits", "rtt_ms_p50")
 PARAMS = {
     "direction": Param((str,), "down", choices=("down", "up", "both"), help="down, up or both"),
-    "seconds": Param((float,), None, low=0.01, high=86400, help="send for this long"),
-    "bytes": Param((int,), None, low=1, high=1 << 50, help="send this many bytes"),
+    "seconds": Param((float,), None, low=0.01, high=86400, help="send for this long", read=values.seconds),
+    "bytes": Param((int,), None, low=1, high=1 << 50, help="send this many bytes", read=values.byte_count),
     "flows": Param((int,), 1, low=1, high=64, help="parallel connections per direction"),
-    "sample_ms": Param((float,), 10.0, low=1, high=10000, help="TCP_INFO and progress sampling interval"),
+    "sample_ms": Param((float,), 10.0, low=1, high=10000, help="TCP_INFO and progress sampling interval",
+                  read=values.milliseconds),
     "congestion": Param((str,), None, help="the sender's congestion control (TCP_CONGESTION)"),
-    "port": Param((int,), None, low=1, high=65535, help="the server's port"),
+    "port": Param((int,), None, low=1, high=65535, help="the server's port", read=values.port),
 }
 
 

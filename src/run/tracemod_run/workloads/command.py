@@ -16,6 +16,7 @@ import sys
 import time
 
 from . import common
+from .. import values
 from .registry import Param
 
 DEFAULT_PORT = 0
@@ -23,9 +24,11 @@ HEADLINE = ("elapsed_s",)
 PARAMS = {
     "client": Param((str,), help="the command line to measure, e.g. \"curl -s -o /dev/null http://$TM_RUN_SERVER:8000/\""),
     "server": Param((str,), None, help="a command line to run outside, e.g. \"python3 -m http.server 8000\""),
-    "server_port": Param((int,), None, low=1, high=65535, help="the TCP port the server listens on when ready"),
+    "server_port": Param((int,), None, low=1, high=65535, help="the TCP port the server listens on when ready",
+                  read=values.port),
     "metrics": Param((list,), [], help="[[workload.metrics]] with name and regex or json"),
-    "seconds": Param((float,), 10.0, low=0.001, high=86400, help="expected length of a run (progress, timeout)"),
+    "seconds": Param((float,), 10.0, low=0.001, high=86400, help="expected length of a run (progress, timeout)",
+                  read=values.seconds),
 }
 METRIC_KEYS = {"name", "regex", "json", "scale", "source"}
 

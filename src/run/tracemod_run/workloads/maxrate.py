@@ -5,16 +5,18 @@ over all pairs i < j of r_ij = (b_j - b_i) / (t_j - t_i), robust to stalls and t
 maxrate_mbps counts application bytes (as the paper); maxrate_wire_mbps scales it by the sender's path MTU over
 its MSS (TCP_INFO), i.e. counts whole IP packets as a link's rate does."""
 from . import bulk, common
+from .. import values
 from .registry import Param
 
 DEFAULT_PORT = bulk.DEFAULT_PORT
 HEADLINE = ("maxrate_mbps", "maxrate_wire_mbps", "goodput_mbps")
 PARAMS = {
     "direction": Param((str,), "down", choices=("down", "up"), help="down or up"),
-    "seconds": Param((float,), 10.0, low=0.1, high=86400, help="length of the transfer"),
-    "sample_ms": Param((float,), 10.0, low=1, high=10000, help="receiver progress sampling interval"),
+    "seconds": Param((float,), 10.0, low=0.1, high=86400, help="length of the transfer", read=values.seconds),
+    "sample_ms": Param((float,), 10.0, low=1, high=10000, help="receiver progress sampling interval",
+                  read=values.milliseconds),
     "congestion": Param((str,), None, help="the sender's congestion control (TCP_CONGESTION)"),
-    "port": Param((int,), None, low=1, high=65535, help="the server's port"),
+    "port": Param((int,), None, low=1, high=65535, help="the server's port", read=values.port),
 }
 
 

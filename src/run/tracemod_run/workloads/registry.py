@@ -6,6 +6,7 @@ import json
 import sys
 import tomllib
 
+from .. import values
 from ..errors import ConfigError, RunError, UsageError
 
 KINDS = ("bulk", "maxrate", "reqrep", "web", "command")
@@ -13,12 +14,21 @@ REQUIRED = object()
 
 
 class Param:
-    """One parameter: accepted TYPES, a DEFAULT (or REQUIRED), allowed CHOICES, a range LOW..HIGH."""
+    """One parameter: accepted TYPES, a DEFAULT (or REQUIRED), allowed CHOICES, a range LOW..HIGH. With a reader
+    of values.py (READ), a string is read as the tools read values ("5s", "64KiB", "15%"; a bare number in the
+    key's unit) into a number in the key's unit, then checked as a number written as such."""
 
-    def __init__(self, types, default=REQUIRED, choices=None, low=None, high=None, help=""):
+    def __init__(self, types, default=REQUIRED, choices=None, low=None, high=None, help="", read=None):
         self.types, self.default, self.choices, self.low, self.high, self.help = types, default, choices, low, high, help
+        self.read = read
 
     def check(self, key, value):
+        if self.read and isinstance(value, str):
+            try:
+                value = self.read(value)
+            except UsageError as e:
+                raise ConfigError(f"[workload] '{key}': invalid value {values.quoted(value)}: {e}",
+                                  ("workload", key)) from None
         types = self.types
         if float in types and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -90,6 +100,16 @@ def _param_value(text):
         return text
 
 
+def _server_port(value):
+    """A --param port=... for a server, which validates nothing else; None if not given."""
+    if value is None:
+        return None
+    try:
+        return Param((int,), low=1, high=65535, read=values.port).check("port", value)
+    except ConfigError as e:
+        raise UsageError(str(e).replace("[workload] ", "--param ")) from None
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="tm-run workload", description="Run one side of a workload alone.")
     p.add_argument("kind", choices=KINDS)
@@ -98,7 +118,8 @@ def main(argv):
     side.add_argument("--client", action="store_true", help="run the workload against a server")
     p.add_argument("--host", help="client: the server's address (default $TM_RUN_SERVER, $TM_BASE, 127.0.0.1); "
                                   "server: the address to listen on (default all)")
-    p.add_argument("--port", type=int, help="the server's TCP port (default per kind)")
+    p.add_argument("--port", type=lambda text: values.named("--port", text, values.parse_port),
+                   help="the server's TCP port (default per kind)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a workload parameter, as in the experiment file's [workload] (repeatable)")
     p.add_argument("--params-json", help="all parameters as one JSON object (tm-run passes them so)")
@@ -123,8 +144,8 @@ def main(argv):
     mod = module(args.kind)
     if args.once and not args.server:
         raise UsageError("--once is an option of --server")
-    if args.server:  # a server takes what each client asks for
-        port = args.port or params.get("port") or mod.DEFAULT_PORT
+    if args.server:  # a server takes what each client asks for, but reads its own port
+        port = args.port or _server_port(params.get("port")) or mod.DEFAULT_PORT
         mod.serve(params, port, host=args.host, ready_file=args.ready_file, once=args.once)
         return 0
     try:

@@ -9,23 +9,34 @@ is served whole when its sequence is (--once); its set-up probes, connections th
 import random
 
 from . import common
+from .. import values
 from .registry import Param
 
 DEFAULT_PORT = 5302
 GSM_PAIRS = [[1, 1], [1, 1024], [1, 2048], [1024, 1], [2048, 1]]
 HEADLINE = ("connect_ms_p50",)
 PARAMS = {
-    "pairs": Param((list,), GSM_PAIRS, help="[[request bytes, reply bytes], ...]"),
+    "pairs": Param((list,), GSM_PAIRS, help="[[request bytes, reply bytes], ...] (numbers or sizes: \"2KiB\")"),
     "count": Param((int,), 50, low=1, high=1000000, help="exchanges per pair"),
-    "interval_ms": Param((float,), 0.0, low=0, high=60000, help="pause between exchanges"),
+    "interval_ms": Param((float,), 0.0, low=0, high=60000, help="pause between exchanges", read=values.milliseconds),
     "outlier_factor": Param((float,), 2.0, low=1, high=1000, help="an RTT beyond this times the median is an outlier"),
     "connects": Param((int,), 10, low=0, high=100000, help="connection set-ups to time"),
-    "port": Param((int,), None, low=1, high=65535, help="the server's port"),
+    "port": Param((int,), None, low=1, high=65535, help="the server's port", read=values.port),
 }
 
 
+def _size(x):
+    """A size of a pair: a number of bytes, or a string read as the tools read sizes ("2KiB"); None if bad."""
+    if not isinstance(x, str):
+        return x
+    try:
+        return values.byte_count(x)
+    except common.UsageError:
+        return None
+
+
 def check(params):
-    pairs = params["pairs"]
+    pairs = params["pairs"] = [[_size(x) for x in p] if isinstance(p, list) else p for p in params["pairs"]]
     ok = pairs and all(isinstance(p, list) and len(p) == 2 and all(
         isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1 << 30 for x in p) for p in pairs)
     if not ok:

@@ -23,27 +23,35 @@ import threading
 import time
 
 from . import common
+from .. import values
 from .registry import Param
 
 DEFAULT_PORT = 5303
 HEADLINE = ("file_ms_p50", "file_ms_p90", "page_ms_p50", "page_ms_p90")
 HEADER = struct.Struct("!II")
 PARAMS = {
-    "seconds": Param((float,), 60.0, low=0.01, high=86400, help="how long sessions arrive"),
-    "session_interval": Param((float,), 15.0, low=0.001, high=86400, help="mean seconds between session arrivals"),
+    "seconds": Param((float,), 60.0, low=0.01, high=86400, help="how long sessions arrive", read=values.seconds),
+    "session_interval": Param((float,), 15.0, low=0.001, high=86400, help="mean seconds between session arrivals",
+                  read=values.seconds),
     "pages_mean": Param((float,), 4.0, low=1, high=1000, help="mean pages per session (geometric)"),
     "files_mean": Param((float,), 3.0, low=1, high=1000, help="mean files per page (geometric)"),
-    "think_median": Param((float,), 15.0, low=0, high=86400, help="median think time between pages, s"),
-    "request_small": Param((float,), 250.0, low=8, high=1 << 24, help="the small requests' mode, bytes"),
-    "request_large": Param((float,), 1024.0, low=8, high=1 << 24, help="the large requests' mode, bytes"),
-    "request_large_fraction": Param((float,), 0.15 / 0.85, low=0, high=1, help="share of large requests"),
+    "think_median": Param((float,), 15.0, low=0, high=86400, help="median think time between pages, s",
+                  read=values.seconds),
+    "request_small": Param((float,), 250.0, low=8, high=1 << 24, help="the small requests' mode, bytes",
+                  read=values.byte_count),
+    "request_large": Param((float,), 1024.0, low=8, high=1 << 24, help="the large requests' mode, bytes",
+                  read=values.byte_count),
+    "request_large_fraction": Param((float,), 0.15 / 0.85, low=0, high=1, help="share of large requests",
+                  read=values.parse_probability),
     "request_spread": Param((float,), 0.1, low=0, high=2, help="sigma of each log-normal request mode"),
-    "reply_median": Param((float,), 1700.0, low=1, high=1 << 40, help="median reply, bytes"),
-    "reply_mean": Param((float,), 9000.0, low=1, high=1 << 40, help="mean reply (after the cap), bytes"),
-    "reply_cap": Param((float,), 1e6, low=1, high=1 << 40, help="largest reply, bytes"),
+    "reply_median": Param((float,), 1700.0, low=1, high=1 << 40, help="median reply, bytes", read=values.byte_count),
+    "reply_mean": Param((float,), 9000.0, low=1, high=1 << 40, help="mean reply (after the cap), bytes",
+                  read=values.byte_count),
+    "reply_cap": Param((float,), 1e6, low=1, high=1 << 40, help="largest reply, bytes", read=values.byte_count),
     "connection": Param((str,), "session", choices=("session", "page", "file"), help="what one connection carries"),
-    "drain_seconds": Param((float,), 30.0, low=0, high=86400, help="time allowed for pages in flight at the end"),
-    "port": Param((int,), None, low=1, high=65535, help="the server's port"),
+    "drain_seconds": Param((float,), 30.0, low=0, high=86400, help="time allowed for pages in flight at the end",
+                  read=values.seconds),
+    "port": Param((int,), None, low=1, high=65535, help="the server's port", read=values.port),
 }
 
 
