@@ -6,7 +6,8 @@ import os
 import re
 
 SAMPLE_PLOTS = {"bulk": ("rtt_ms",), "maxrate": ("rtt_ms",), "web": ("file_ms", "page_ms"),
-                "reqrep": ("connect_ms", "rtt_ms_"), "command": ()}
+                "reqrep": ("connect_ms", "rtt_ms_"), "command": (),
+                "browser": ("plt_ms", "dcl_ms", "fcp_ms", "startup_ms")}
 
 
 def _pyplot():

@@ -117,13 +117,22 @@ def load_results(directory, manifest=None):
 
 
 def rows(results, matrix):
+    """A row per run and metric; then, for a workload that reports items one by one (the browser's page loads),
+    a row per item and field, its metric named ITEM<n>.FIELD (load3.plt_ms, load3.completed, load3.error)."""
     out = []
     for r in results:
-        for metric, value in r["metrics"].items():
+        def add(metric, value):
             row = {"run": r["run"]}
             row.update({name: r["values"].get(name, "") for name in matrix})
             row.update(replication=r["replication"], seed=r["seed"], metric=metric, value=value)
             out.append(row)
+
+        for metric, value in r["metrics"].items():
+            add(metric, value)
+        for n, item in enumerate(r.get("loads", []), 1):
+            for field, value in item.items():
+                if field != "load" and not isinstance(value, (dict, list)):
+                    add(f"load{n}.{field}", "" if value is None else value)
     return out
 
 
@@ -200,6 +209,7 @@ def summary_markdown(manifest, results, failed, per, pooled, violations):
             ci = f"{_fmt(s['ci95'][0])} – {_fmt(s['ci95'][1])}" if s["ci95"] else "-"
             lines.append(f"| {m} | {s['n']} | {_fmt(s['median'])} | {_fmt(s['p10'])} | {_fmt(s['p90'])} | "
                          f"{_fmt(s['mean'])} ± {_fmt(s['sd'])} | {ci} |")
+        lines += loads_markdown(configurations(results).get(config, []))
         if pooled.get(config):
             lines += ["", "Samples pooled over the replications:", "",
                       "| sample | n | median | p10 | p90 | mean |", "|---|---|---|---|---|---|"]
@@ -214,6 +224,24 @@ def summary_markdown(manifest, results, failed, per, pooled, violations):
     elif manifest.get("asserts"):
         lines += ["All assertions hold.", ""]
     return "\n".join(lines)
+
+
+def loads_markdown(results):
+    """For a workload with per-load rows: how many completed, with which protocol, and why the others failed."""
+    loads = [item for r in results for item in r.get("loads", [])]
+    if not loads:
+        return []
+    done = [item for item in loads if item.get("completed")]
+    protocols = {}
+    for item in done:
+        protocols[item.get("protocol") or "?"] = protocols.get(item.get("protocol") or "?", 0) + 1
+    lines = ["", f"Loads: {len(done)} of {len(loads)} completed" +
+             (" (" + ", ".join(f"{p} {n}" for p, n in sorted(protocols.items())) + ")" if protocols else "") + "."]
+    failed = [(r["run"], item) for r in results for item in r.get("loads", []) if not item.get("completed")]
+    lines += [f"- {run} load {item.get('load')}: {item.get('error')}" for run, item in failed[:20]]
+    if len(failed) > 20:
+        lines.append(f"- ... and {len(failed) - 20} more (results.csv has every one)")
+    return lines
 
 
 def write_manifest_runs(directory, manifest, results, failed):

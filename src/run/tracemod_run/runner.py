@@ -166,6 +166,8 @@ class Runner:
         result.update(workload=plan.workload, metrics=dict(client["metrics"], **link_metrics),
                       samples=client.get("samples", {}), series=client.get("series", {}), links=links,
                       client_elapsed_s=client.get("elapsed_s"))
+        if client.get("loads"):
+            result["loads"] = client["loads"]  # the browser workload's page loads, a row each in results.csv
         result["collected_s"] = time.monotonic() - wall0
         result["overhead_s"] = result["collected_s"] - (client.get("elapsed_s") or 0.0)
         if record:

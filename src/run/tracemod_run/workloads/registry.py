@@ -9,7 +9,7 @@ import tomllib
 from .. import values
 from ..errors import ConfigError, RunError, UsageError
 
-KINDS = ("bulk", "maxrate", "reqrep", "web", "command")
+KINDS = ("bulk", "maxrate", "reqrep", "web", "command", "browser")
 REQUIRED = object()
 
 
@@ -55,7 +55,8 @@ def validate(params):
     """PARAMS (a [workload] table) checked and completed with defaults; raises ConfigError."""
     kind = params.get("kind")
     if not isinstance(kind, str):
-        raise ConfigError("[workload] needs kind = \"bulk\", \"maxrate\", \"reqrep\", \"web\" or \"command\"",
+        raise ConfigError("[workload] needs kind = \"bulk\", \"maxrate\", \"reqrep\", \"web\", \"command\" or "
+                          "\"browser\"",
                           ("workload",))
     mod = module(kind)
     out = {"kind": kind}

@@ -1,0 +1,857 @@
+"""browser: page loads in a real, headless browser (Chromium through the DevTools protocol, Firefox through
+WebDriver BiDi), timed by the browser itself.
+
+Server (outside the shells, as the invoking user): `site`, a directory, served end to end by Debian's nginx,
+HTTP/1.1 with keep-alive on `port` and HTTP/2 over TLS on `tls_port`, with a certificate from a CA made for
+that server alone. Everything lives in one state directory (the run directory's browser-server/ under tm-run):
+the CA and the server's key and certificate (openssl), nginx.conf, its pid, logs and temporary files; no
+system configuration is read or written. nginx runs in the foreground as one process (no master and workers
+to orphan), dies with the server (PR_SET_PDEATHSIG) and is stopped on SIGTERM or SIGINT. Every response says
+Timing-Allow-Origin: * and Cache-Control: max-age=3600 (so a warm cache holds the whole page). With `server`,
+a server of the user's, nothing is started.
+
+Client (behind the shells): loads each of `urls` `loads` times, interleaved (load 1 of every URL, then load
+2, ...). Each load starts the browser in a fresh profile under a fresh HOME, in a process group of its own,
+and waits until it is warm: its protocol answers (over a WebSocket on the browser's own loopback,
+python3-websocket) and about:blank is loaded; that start-up time is kept as startup_ms, apart from the page's.
+Then it navigates, waits for the load event through the protocol (no sleep, no polling of the page), reads
+the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics), and kills the
+browser's whole process group, then any descendant that left the group (the client is the browsers' child
+subreaper, so such an orphan comes back to it). The browser trusts the run's CA through an NSS database of its
+own: $HOME/.pki/nssdb for Chromium, the profile's cert9.db for Firefox. With `warm`, each load first loads its
+URL once in that profile (not measured), quits the browser so its disk cache is written, and starts it again in
+the same profile: the measured load has a warm cache and cold connections, as a revisit does. Every wait has
+a deadline.
+
+A load that fails or times out is a row that says so (completed 0, its error), never a missing one; the run
+itself fails only if the workload cannot run at all (no browser, no server)."""
+import collections
+import ctypes
+import ipaddress
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from .. import stats
+from ..errors import RunError, UsageError
+from . import common
+from .registry import Param
+
+DEFAULT_PORT = 8080
+DEFAULT_TLS_PORT = 8443
+STARTUP_TIMEOUT = 60.0  # seconds for a browser to be warm; not part of a load's timeout
+HEADLINE = ("plt_ms_p50", "dcl_ms_p50", "fcp_ms_p50", "startup_ms_p50", "transfer_bytes_p50", "requests_p50",
+            "connections_p50")
+TIMES = ("plt_ms", "dcl_ms", "fcp_ms", "startup_ms")
+COUNTS = ("transfer_bytes", "requests", "connections", "cache_hits")
+PARAMS = {
+    "browser": Param((str,), "chromium", choices=("chromium", "firefox"), help="the browser"),
+    "urls": Param((list,), ["/"], help="pages to load: paths on the server (\"/index.html\") or whole URLs"),
+    "loads": Param((int,), 5, low=1, high=10000, help="loads of each URL per run"),
+    "timeout": Param((float,), 30.0, low=0.1, high=3600, help="seconds a load may take, navigation to timing read"),
+    "warm": Param((bool,), False, help="load each URL once (unmeasured) to fill the cache before each load"),
+    "protocol": Param((str,), "h2", choices=("h1", "h2"),
+                      help="for site and paths: HTTP/1.1 (http, port) or HTTP/2 over TLS (https, tls_port)"),
+    "site": Param((str,), None, help="a directory to serve end to end (relative to the experiment file)"),
+    "server": Param((str,), None, help="the base URL of an existing server (e.g. \"http://192.0.2.1:8000\") "
+                                        "instead of site"),
+    "ca": Param((str,), None, help="a CA certificate (PEM) the browser trusts for this run, for server = https"),
+    "port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/1.1 port (8080)"),
+    "tls_port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/2 port (8443)"),
+    "browser_args": Param((list,), [], help="more command-line arguments for the browser"),
+}
+
+
+def check(params):
+    urls = params["urls"]
+    if not urls or not all(isinstance(u, str) and u for u in urls):
+        raise UsageError("[workload] 'urls' must be a non-empty array of paths or URLs")
+    for u in urls:
+        if "://" in u and not u.startswith(("http://", "https://")):
+            raise UsageError(f"[workload] 'urls': {u} is neither http:// nor https://")
+        if "://" not in u and not u.startswith("/"):
+            raise UsageError(f"[workload] 'urls': a path starts with / (not '{u}')")
+    if not all(isinstance(a, str) for a in params["browser_args"]):
+        raise UsageError("[workload] 'browser_args' must be an array of strings")
+    if params.get("site") and params.get("server"):
+        raise UsageError("[workload] give site (served by the workload) or server (yours), not both")
+    server = params.get("server")
+    if server and not server.startswith(("http://", "https://")):
+        raise UsageError(f"[workload] 'server' must be a URL (http:// or https://), not '{server}'")
+    if params.get("port") and params.get("tls_port") and params["port"] == params["tls_port"]:
+        raise UsageError("[workload] 'port' and 'tls_port' must differ")
+
+
+def duration(params):
+    """Expected seconds: per load a browser start, the page, and a third of the timeout (so tm-run's default
+    run timeout, three times this, lets every load time out and still report)."""
+    n = params["loads"] * len(params["urls"])
+    return n * (params["timeout"] / 3 + (6.0 if params["warm"] else 3.0))
+
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+FIREFOX = ("firefox-esr", "firefox")
+INSTALL = {"chromium": "chromium", "firefox": "firefox-esr"}
+
+# Headless and quiet: nothing but the page reaches the network, nothing runs in the background to disturb it.
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+    "--no-proxy-server", "--disable-breakpad", "--disable-domain-reliability", "--disable-extensions",
+    "--disable-default-apps", "--disable-client-side-phishing-detection", "--disable-hang-monitor",
+    "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows", "--disable-features=Translate,OptimizationHints,MediaRouter",
+    "--metrics-recording-only", "--password-store=basic", "--use-mock-keychain", "--mute-audio",
+    "--window-size=1280,800", "--remote-debugging-port=0",
+]
+FIREFOX_PREFS = {
+    "network.proxy.type": 0,
+    "network.http.http3.enable": False,  # as Chromium's --disable-quic
+    "network.trr.mode": 5,
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "privacy.reduceTimerPrecision": False,  # the timing entries to the microsecond, not the millisecond
+    "security.OCSP.enabled": 0,
+    "security.remote_settings.crlite_filters.enabled": False,
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.page": 0,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "browser.aboutwelcome.enabled": False,
+    "browser.newtabpage.enabled": False,
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "browser.safebrowsing.downloads.enabled": False,
+    "browser.safebrowsing.blockedURIs.enabled": False,
+    "browser.search.update": False,
+    "browser.region.network.url": "",
+    "app.update.disabledForTesting": True,
+    "extensions.update.enabled": False,
+    "extensions.blocklist.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "datareporting.healthreport.uploadEnabled": False,
+    "toolkit.telemetry.enabled": False,
+    "services.settings.server": "data:,",
+}
+
+# What the page's own timing says, read once the load event has fired. First contentful paint may come after
+# onload (a headless browser paints on its own frame clock): wait for it, at most FCP_WAIT_MS.
+FCP_WAIT_MS = 2000
+PERFORMANCE_JS = """(async () => {
+  const fcp = () => performance.getEntriesByName('first-contentful-paint').length > 0;
+  if (!fcp()) {
+    await new Promise(done => {
+      const seen = new PerformanceObserver(() => { if (fcp()) done(); });
+      seen.observe({type: 'paint', buffered: true});
+      setTimeout(done, %d);
+    });
+  }
+  const keep = e => { const o = e.toJSON(); delete o.serverTiming; delete o.notRestoredReasons; return o; };
+  return JSON.stringify({
+    nav: performance.getEntriesByType('navigation').map(keep),
+    res: performance.getEntriesByType('resource').map(keep),
+    paint: performance.getEntriesByType('paint').map(keep),
+  });
+})()""" % FCP_WAIT_MS
+
+PROTOCOLS = {"http/0.9": "h1", "http/1.0": "h1", "http/1.1": "h1", "h2": "h2", "h2c": "h2", "h3": "h3"}
+
+
+class LoadFailed(RunError):
+    """A load that did not complete: its row says why, the run goes on."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Metrics
+
+
+def protocol_name(alpn):
+    """'h1', 'h2' or 'h3' for a nextHopProtocol value (ALPN id), else the value itself ('' when unknown)."""
+    alpn = (alpn or "").lower()
+    return PROTOCOLS.get(alpn, "h3" if alpn.startswith("h3-") else alpn)
+
+
+def page_metrics(perf):
+    """One load's metrics from PERF, the page's timing entries ({"nav": [...], "res": [...], "paint": [...]}):
+    times in ms from the navigation's start. Bytes are transferSize (headers and body as received, 0 for a
+    cache hit); a connection is an entry whose connectEnd > connectStart (cross-origin entries without
+    Timing-Allow-Origin show neither, so count none; a preconnected socket counts for none either)."""
+    if not perf.get("nav"):
+        raise LoadFailed("the page has no navigation timing entry")
+    nav, res = perf["nav"][0], perf.get("res", [])
+    if not nav.get("loadEventStart"):
+        raise LoadFailed("the load event has not started")
+    start = nav.get("startTime", 0.0)
+    fcp = next((p["startTime"] for p in perf.get("paint", []) if p.get("name") == "first-contentful-paint"), None)
+    entries = [nav] + list(res)
+    protocols = collections.Counter(protocol_name(e.get("nextHopProtocol")) for e in entries
+                                    if e.get("nextHopProtocol"))
+    return {
+        "plt_ms": nav["loadEventStart"] - start,
+        "dcl_ms": nav["domContentLoadedEventStart"] - start,
+        "fcp_ms": None if fcp is None else fcp - start,
+        "transfer_bytes": int(sum(e.get("transferSize") or 0 for e in entries)),
+        "requests": len(entries),
+        "connections": sum(1 for e in entries if (e.get("connectEnd") or 0) > (e.get("connectStart") or 0)),
+        "cache_hits": sum(1 for e in res if not e.get("transferSize") and e.get("decodedBodySize")),
+        "protocol": protocol_name(nav.get("nextHopProtocol")),
+        "protocols": dict(protocols),
+        "status": nav.get("responseStatus"),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Processes
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+def become_subreaper():
+    """Orphaned descendants (a browser's helper that left its process group) are reparented to us."""
+    try:
+        _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def die_with_parent():
+    """For a child between fork and exec: SIGKILL when its parent dies."""
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def children_of(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()
+            if int(fields[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def reap_orphans(keep=()):
+    """Kills and reaps every child of ours but KEEP (the orphans a killed browser left to its subreaper)."""
+    for _ in range(50):
+        strays = [p for p in children_of(os.getpid()) if p not in keep]
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+class Process:
+    """A browser in its own process group, its stderr read by a thread: the last lines are kept for errors, and
+    the first line matching ENDPOINT (the protocol's address) is handed to wait_endpoint()."""
+
+    def __init__(self, argv, env, endpoint):
+        self.started = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            raise LoadFailed(f"{argv[0]}: cannot start: {e.strerror}") from None
+        self.tail = collections.deque(maxlen=20)
+        self.endpoint, self.found = None, threading.Event()
+        self.thread = threading.Thread(target=self._read, args=(re.compile(endpoint),), daemon=True)
+        self.thread.start()
+
+    def _read(self, pattern):
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            self.tail.append(line)
+            m = pattern.search(line) if self.endpoint is None else None
+            if m:
+                self.endpoint = m.group(1)
+                self.found.set()
+        self.found.set()
+
+    def wait_endpoint(self, deadline):
+        if not self.found.wait(max(0.0, deadline - time.monotonic())):
+            raise LoadFailed(f"the browser did not start within its deadline{self.said()}")
+        if self.endpoint is None:
+            self.proc.wait()
+            raise LoadFailed(f"the browser exited with status {self.proc.returncode} before listening{self.said()}")
+        return self.endpoint
+
+    def said(self):
+        lines = [l for l in self.tail if l.strip()]
+        return f": {lines[-1]}" if lines else ""
+
+    def wait_exit(self, deadline):
+        try:
+            self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def kill(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        reap_orphans()
+        self.thread.join(5)
+        self.proc.stderr.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The protocol: JSON messages over a WebSocket, commands answered by id, events in between
+
+
+class Channel:
+    def __init__(self, url, deadline):
+        import websocket  # python3-websocket (websocket-client)
+
+        self.websocket = websocket
+        self.ids = itertools.count(1)
+        self.events = collections.deque()
+        try:
+            self.ws = websocket.create_connection(url, timeout=max(0.1, deadline - time.monotonic()),
+                                                  suppress_origin=True)
+        except (OSError, websocket.WebSocketException) as e:
+            raise LoadFailed(f"cannot reach the browser's protocol at {url}: {e}") from None
+
+    def _recv(self, deadline, what):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise LoadFailed(f"timed out waiting for {what}")
+        self.ws.settimeout(left)
+        try:
+            return json.loads(self.ws.recv())
+        except (socket.timeout, self.websocket.WebSocketTimeoutException):
+            raise LoadFailed(f"timed out waiting for {what}") from None
+        except (OSError, self.websocket.WebSocketException, ValueError) as e:
+            raise LoadFailed(f"the browser's protocol broke while waiting for {what}: {e or type(e).__name__}") \
+                from None
+
+    def call(self, method, params, deadline, **extra):
+        """The result of one command; a protocol error raises LoadFailed with the browser's message."""
+        number = next(self.ids)
+        try:
+            self.ws.send(json.dumps(dict(extra, id=number, method=method, params=params)))
+        except (OSError, self.websocket.WebSocketException) as e:
+            raise LoadFailed(f"the browser's protocol broke sending {method}: {e}") from None
+        while True:
+            msg = self._recv(deadline, method)
+            if msg.get("id") == number:
+                if "error" in msg:
+                    err = msg["error"]
+                    text = err.get("message", err) if isinstance(err, dict) else f"{err}: {msg.get('message', '')}"
+                    raise LoadFailed(f"{method}: {text}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def event(self, match, deadline, what):
+        """The first event (queued or to come) for which MATCH(message) is true."""
+        while True:
+            while self.events:
+                msg = self.events.popleft()
+                if match(msg):
+                    return msg
+            msg = self._recv(deadline, what)
+            if "method" in msg:
+                self.events.append(msg)
+
+    def close(self):
+        try:
+            self.ws.close(timeout=0.2)
+        except Exception:  # noqa: BLE001 - the browser is being killed anyway
+            pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Browsers
+
+
+def find(name):
+    for candidate in CHROMIUM if name == "chromium" else FIREFOX:
+        path = shutil.which(candidate, path=os.environ.get("PATH", "") + ":/usr/bin:/usr/local/bin")
+        if path:
+            return path
+    raise RunError(f"no {name} here: install Debian's {INSTALL[name]} (scripts/install-deps does)")
+
+
+class Browser:
+    """Start (warm: protocol up, about:blank loaded), load() one URL, close(). PROFILE is a fresh directory of
+    ours (or one a previous start filled, for a warm cache); NSSDB a certificate database to trust, or None."""
+
+    name = ""
+
+    def __init__(self, exe, profile, nssdb, args, deadline):
+        self.exe, self.profile, self.nssdb, self.args = exe, profile, nssdb, list(args)
+        self.home = os.path.join(profile, "home")
+        os.makedirs(self.home, exist_ok=True)
+        self.process = self.channel = None
+        try:
+            self._start(deadline)
+            self.startup_ms = (time.monotonic() - self.process.started) * 1000
+        except BaseException:
+            self.close()
+            raise
+
+    def environment(self):
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        env.update(HOME=self.home, XDG_CONFIG_HOME=os.path.join(self.home, ".config"),
+                   XDG_CACHE_HOME=os.path.join(self.home, ".cache"), XDG_DATA_HOME=os.path.join(self.home, ".local"))
+        env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+        return env
+
+    def close(self, graceful_deadline=None):
+        """Ends the browser: with GRACEFUL_DEADLINE, asks it to quit first (so its disk cache is written)."""
+        if graceful_deadline and self.channel:
+            try:
+                self._quit(graceful_deadline)
+                self.process.wait_exit(graceful_deadline)
+            except LoadFailed:
+                pass
+        if self.channel:
+            self.channel.close()
+        if self.process:
+            self.process.kill()
+        self.channel = self.process = None
+
+    def _copy_nssdb(self, target):
+        os.makedirs(target, exist_ok=True)
+        for name in os.listdir(self.nssdb):
+            shutil.copy(os.path.join(self.nssdb, name), target)
+
+    def _wait_blank(self, evaluate, deadline):
+        """Until about:blank's document is complete (the browser is warm)."""
+        while evaluate("document.readyState", deadline) != "complete":
+            if time.monotonic() > deadline:
+                raise LoadFailed("about:blank did not finish loading")
+            time.sleep(0.01)
+
+
+class Chromium(Browser):
+    name = "chromium"
+
+    def _start(self, deadline):
+        data = os.path.join(self.profile, "chromium")
+        if self.nssdb and not os.path.exists(os.path.join(self.home, ".pki", "nssdb")):
+            self._copy_nssdb(os.path.join(self.home, ".pki", "nssdb"))  # Chromium on Linux trusts $HOME's NSS db
+        argv = [self.exe, *CHROMIUM_FLAGS, f"--user-data-dir={data}", *self.args, "about:blank"]
+        self.process = Process(argv, self.environment(), r"DevTools listening on (ws://\S+)")
+        self.channel = Channel(self.process.wait_endpoint(deadline), deadline)
+        targets = self.channel.call("Target.getTargets", {}, deadline)["targetInfos"]
+        page = next((t for t in targets if t["type"] == "page"), None)
+        if page is None:
+            page = {"targetId": self.channel.call("Target.createTarget", {"url": "about:blank"}, deadline)["targetId"]}
+        self.session = self.channel.call("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True},
+                                         deadline)["sessionId"]
+        self._call("Page.enable", {}, deadline)
+        self._call("Page.setLifecycleEventsEnabled", {"enabled": True}, deadline)
+        self._call("Network.setCacheDisabled", {"cacheDisabled": False}, deadline)
+        self._wait_blank(self._evaluate, deadline)
+
+    def _call(self, method, params, deadline):
+        return self.channel.call(method, params, deadline, sessionId=self.session)
+
+    def _evaluate(self, expression, deadline, wait=False):
+        r = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": wait},
+                       deadline)
+        if "exceptionDetails" in r:
+            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+        return r["result"].get("value")
+
+    def load(self, url, deadline):
+        nav = self._call("Page.navigate", {"url": url}, deadline)
+        if nav.get("errorText"):
+            raise LoadFailed(f"{url}: {nav['errorText']}")
+        loader, frame = nav.get("loaderId"), nav.get("frameId")
+        self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
+                           and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
+                           deadline, "the load event")
+        return json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+
+    def _quit(self, deadline):
+        self.channel.call("Browser.close", {}, deadline)
+
+
+class Firefox(Browser):
+    name = "firefox"
+
+    def _start(self, deadline):
+        data = os.path.join(self.profile, "firefox")
+        if not os.path.exists(data):
+            os.makedirs(data)
+            with open(os.path.join(data, "user.js"), "w") as f:
+                for key, value in FIREFOX_PREFS.items():
+                    f.write(f"user_pref({json.dumps(key)}, {json.dumps(value)});\n")
+            if self.nssdb:
+                self._copy_nssdb(data)  # the profile's own cert9.db: trusted by this profile only
+        argv = [self.exe, "--headless", "--no-remote", "--profile", data, "--remote-debugging-port=0", *self.args,
+                "about:blank"]
+        env = self.environment()
+        env.update(MOZ_CRASHREPORTER_DISABLE="1", MOZ_DISABLE_AUTO_SAFE_MODE="1")
+        self.process = Process(argv, env, r"WebDriver BiDi listening on (ws://\S+)")
+        self.channel = Channel(self.process.wait_endpoint(deadline) + "/session", deadline)
+        self.channel.call("session.new", {"capabilities": {}}, deadline)
+        tree = self.channel.call("browsingContext.getTree", {"maxDepth": 0}, deadline)["contexts"]
+        if not tree:
+            raise LoadFailed("the browser has no window")
+        self.context = tree[0]["context"]
+        self._wait_blank(self._evaluate, deadline)
+
+    def _evaluate(self, expression, deadline, wait=False):
+        r = self.channel.call("script.evaluate", {"expression": expression, "target": {"context": self.context},
+                                                  "awaitPromise": wait}, deadline)
+        if r.get("type") == "exception":
+            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+        return r["result"].get("value")
+
+    def load(self, url, deadline):
+        self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
+                          deadline)
+        return json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+
+    def _quit(self, deadline):
+        self.channel.call("browser.close", {}, deadline)
+
+
+BROWSERS = {"chromium": Chromium, "firefox": Firefox}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The server: nginx, outside the shells
+
+# The addresses a client reaches a server outside the shells at (TM_OUTSIDE/6, TM_BASE/6), and loopback.
+CERT_ADDRESSES = ("100.64.0.1", "fd74:6d00::1", "100.127.255.1", "fd74:6d00:1::1", "127.0.0.1", "::1")
+CA_FILE = "ca.pem"
+STATE_DIR = "browser-server"  # beside the ready file, where tm-run's client (run in that directory) finds ca.pem
+TYPES = {"html": "text/html", "htm": "text/html", "css": "text/css", "js": "application/javascript",
+         "mjs": "application/javascript", "json": "application/json", "png": "image/png", "jpg": "image/jpeg",
+         "jpeg": "image/jpeg", "gif": "image/gif", "svg": "image/svg+xml", "webp": "image/webp", "ico": "image/x-icon",
+         "woff": "font/woff", "woff2": "font/woff2", "txt": "text/plain", "wasm": "application/wasm",
+         "mp4": "video/mp4", "webm": "video/webm"}
+
+
+def _openssl(args, cwd):
+    exe = shutil.which("openssl")
+    if not exe:
+        raise RunError("openssl is not installed: apt-get install openssl (scripts/install-deps does)")
+    out = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        raise RunError(f"openssl {args[0]}: {(out.stderr.strip().splitlines() or ['failed'])[-1]}")
+
+
+def make_certificates(directory, hosts=()):
+    """A CA (ca.pem) and a server key and certificate it signed (server.key, server.pem) in DIRECTORY, valid for
+    CERT_ADDRESSES, localhost and HOSTS (addresses or names). Returns the CA's path."""
+    names, addresses = ["localhost"], list(CERT_ADDRESSES)
+    for h in hosts:
+        try:
+            addresses.append(str(ipaddress.ip_address(h)))
+        except ValueError:
+            names.append(h)
+    san = ",".join([f"DNS:{n}" for n in dict.fromkeys(names)] + [f"IP:{a}" for a in dict.fromkeys(addresses)])
+    with open(os.path.join(directory, "server.ext"), "w") as f:
+        f.write(f"subjectAltName={san}\nbasicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                "extendedKeyUsage=serverAuth\n")
+    tag = os.urandom(6).hex()  # each server's CA is its own: a browser trusting one run's CA trusts no other's
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl(["req", "-x509", *ec, "-keyout", "ca.key", "-out", CA_FILE, "-days", "7", "-subj",
+              f"/CN=tracemod tm-run browser workload CA {tag}", "-addext", "basicConstraints=critical,CA:TRUE",
+              "-addext", "keyUsage=critical,keyCertSign,cRLSign"], directory)
+    _openssl(["req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=tm-run site"], directory)
+    _openssl(["x509", "-req", "-in", "server.csr", "-CA", CA_FILE, "-CAkey", "ca.key", "-CAcreateserial",
+              "-out", "server.pem", "-days", "7", "-extfile", "server.ext"], directory)
+    os.unlink(os.path.join(directory, "ca.key"))  # nothing more is ever signed with it
+    return os.path.join(directory, CA_FILE)
+
+
+def _has_ipv6():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def nginx_config(state, site, port, tls_port, host=None):
+    """nginx.conf for SITE: HTTP/1.1 on PORT, HTTP/2 over TLS on TLS_PORT, all paths in STATE."""
+    def listen(p, extra=""):
+        if host:
+            h = f"[{host}]" if ":" in host else host
+            return f"    listen {h}:{p}{extra};\n"
+        six = f"    listen [::]:{p}{extra};\n" if _has_ipv6() else ""
+        return f"    listen {p}{extra};\n" + six
+
+    q = lambda p: '"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"'  # noqa: E731
+    tmp = os.path.join(state, "tmp")
+    types = "".join(f"    {t} {ext};\n" for ext, t in TYPES.items())
+    common_server = (f"    root {q(site)};\n    index index.html;\n    expires 1h;\n"
+                     f"    add_header Timing-Allow-Origin \"*\" always;\n")
+    return (
+        "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+        f"pid {q(os.path.join(state, 'nginx.pid'))};\nerror_log {q(os.path.join(state, 'error.log'))} warn;\n"
+        "events { worker_connections 4096; }\n"
+        "http {\n"
+        f"  types {{\n{types}  }}\n  default_type application/octet-stream;\n"
+        f"  access_log {q(os.path.join(state, 'access.log'))};\n"
+        + "".join(f"  {k}_temp_path {q(os.path.join(tmp, k))};\n"
+                  for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")) +
+        "  sendfile on;\n  tcp_nodelay on;\n  keepalive_timeout 65s;\n  keepalive_requests 10000;\n  gzip off;\n"
+        "  server_tokens off;\n"
+        f"  server {{\n{listen(port)}{common_server}  }}\n"
+        f"  server {{\n{listen(tls_port, ' ssl http2')}{common_server}"
+        f"    ssl_certificate {q(os.path.join(state, 'server.pem'))};\n"
+        f"    ssl_certificate_key {q(os.path.join(state, 'server.key'))};\n"
+        "    ssl_protocols TLSv1.2 TLSv1.3;\n    ssl_session_tickets off;\n  }\n"
+        "}\n")
+
+
+def find_nginx():
+    for path in (shutil.which("nginx"), "/usr/sbin/nginx"):
+        if path and os.access(path, os.X_OK):
+            return path
+    raise UsageError("the browser workload serves its site with nginx, which is not installed: "
+                     "apt-get install nginx-light (scripts/install-deps does), or give server = \"URL\"")
+
+
+def state_directory(ready_file):
+    if ready_file:
+        d = os.path.join(os.path.dirname(os.path.abspath(ready_file)), STATE_DIR)
+        if os.path.exists(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        return d
+    return tempfile.mkdtemp(prefix="tm-browser-server-")
+
+
+def serve(params, port, host=None, ready_file=None, once=False, stopped=None):
+    """Serves params["site"] until SIGTERM or SIGINT (or the event STOPPED is set); with params["server"] (a
+    server of the user's), only says it is ready and waits."""
+    if once:
+        raise UsageError("--once: the browser workload's server serves until it is stopped")
+    stopped = stopped or threading.Event()
+    if threading.current_thread() is threading.main_thread():  # (tests serve from a thread)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stopped.set())
+    if params.get("server") or not params.get("site") and all("://" in u for u in params.get("urls", ["/"])):
+        common.mark_ready(ready_file)  # the pages are elsewhere: nothing to serve
+        stopped.wait()
+        return
+    site = params.get("site")
+    if not site:
+        raise UsageError("the browser workload needs site = \"DIRECTORY\" (served end to end) or server = \"URL\"")
+    site = os.path.abspath(site)
+    if not os.path.isdir(site):
+        raise UsageError(f"site {site}: no such directory")
+    nginx = find_nginx()
+    tls_port = int(params.get("tls_port") or 8443)
+    state = state_directory(ready_file)
+    os.makedirs(os.path.join(state, "tmp"))
+    ca = make_certificates(state, [host] if host else [])
+    conf = os.path.join(state, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(nginx_config(state, site, port, tls_port, host))
+    proc = subprocess.Popen([nginx, "-p", state, "-e", os.path.join(state, "error.log"), "-c", conf],
+                            stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    try:
+        deadline = common.now() + 15
+        while not (_listening(port) and _listening(tls_port)):
+            if proc.poll() is not None:
+                raise RunError(f"nginx exited with status {proc.returncode} before listening: "
+                               f"{_last_line(os.path.join(state, 'error.log'))}")
+            if common.now() > deadline:
+                raise RunError(f"nginx did not listen on ports {port} and {tls_port} within 15 s")
+            stopped.wait(0.005)
+        print(f"tm-run workload browser: serving {site} at http://HOST:{port}/ (HTTP/1.1) and "
+              f"https://HOST:{tls_port}/ (HTTP/2); clients trust {ca}", flush=True)
+        common.mark_ready(ready_file)
+        while not stopped.wait(0.5):
+            if proc.poll() is not None:
+                raise RunError(f"nginx exited with status {proc.returncode}: "
+                               f"{_last_line(os.path.join(state, 'error.log'))}")
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+
+
+def _listening(port):
+    from .command import listening
+
+    return listening(port)
+
+
+def _last_line(path):
+    try:
+        with open(path) as f:
+            lines = [l.strip() for l in f if l.strip()]
+        return lines[-1] if lines else "(nothing in its error log)"
+    except OSError:
+        return "(no error log)"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Client
+
+
+def _host_text(host):
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def page_urls(params, host, port):
+    """The URLs to load: whole URLs as given, paths on the server (params' server, else the site's at HOST)."""
+    if params.get("server"):
+        base = params["server"].rstrip("/")
+    elif params["protocol"] == "h2":
+        base = f"https://{_host_text(host)}:{params.get('tls_port') or DEFAULT_TLS_PORT}"
+    else:
+        base = f"http://{_host_text(host)}:{port}"
+    return [u if "://" in u else base + u for u in params["urls"]]
+
+
+def client_host(host):
+    """The server's address as the client should use it: the stack's far end ($TM_OUTSIDE, which reaches the
+    outermost --outside on every path and through any nesting) where the generic choice fell on $TM_BASE."""
+    outside = os.environ.get("TM_OUTSIDE")
+    if outside and host == os.environ.get("TM_BASE") and not os.environ.get("TM_RUN_SERVER"):
+        return outside
+    return host
+
+
+def find_ca(params):
+    """The CA the browser trusts: params' ca, else the one tm-run's server left in the run directory."""
+    if params.get("ca"):
+        if not os.path.isfile(params["ca"]):
+            raise UsageError(f"ca {params['ca']}: no such file")
+        return os.path.abspath(params["ca"])
+    made = os.path.join(STATE_DIR, CA_FILE)
+    if not params.get("server") and os.path.isfile(made):
+        return os.path.abspath(made)
+    return None
+
+
+def make_nssdb(directory, ca):
+    """An NSS certificate database (cert9.db, key4.db, pkcs11.txt) in DIRECTORY trusting CA for TLS servers."""
+    certutil = shutil.which("certutil", path=os.environ.get("PATH", "") + ":/usr/bin")
+    if not certutil:
+        raise RunError("certutil is not installed: apt-get install libnss3-tools (scripts/install-deps does)")
+    os.makedirs(directory)
+    for args in (["-N", "--empty-password"], ["-A", "-n", "tm-run browser workload CA", "-t", "C,,", "-i", ca]):
+        out = subprocess.run([certutil, "-d", f"sql:{directory}", *args], capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+        if out.returncode != 0:
+            raise RunError(f"certutil {args[0]}: {out.stderr.strip() or out.stdout.strip()}")
+    return directory
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+def one_load(kind, exe, url, params, workdir, nssdb, number):
+    """One load's row: its metrics, or completed 0 and the error."""
+    row = {"load": number, "url": url, "completed": 0, "error": None}
+    profile = tempfile.mkdtemp(prefix="load-", dir=workdir)
+    browser = None
+    try:
+        if params["warm"]:
+            browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+            browser.load(url, time.monotonic() + params["timeout"])
+            browser.close(graceful_deadline=time.monotonic() + 10)
+        browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+        row["startup_ms"] = browser.startup_ms
+        perf = browser.load(url, time.monotonic() + params["timeout"])
+        row.update(page_metrics(perf))
+        if row["status"] and row["status"] >= 400:
+            raise LoadFailed(f"{url}: HTTP status {row['status']}")
+        row["completed"] = 1
+    except LoadFailed as e:
+        row["completed"], row["error"] = 0, str(e)
+    finally:
+        if browser:
+            browser.close()
+        shutil.rmtree(profile, ignore_errors=True)
+    return row
+
+
+def run_client(params, host, port, seed):
+    kind = BROWSERS[params["browser"]]
+    exe = find(params["browser"])
+    urls = page_urls(params, client_host(host), port)
+    become_subreaper()
+    old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    workdir = tempfile.mkdtemp(prefix="tm-browser-")
+    rows = []
+    try:
+        ca = find_ca(params)
+        nssdb = make_nssdb(os.path.join(workdir, "nssdb"), ca) if ca else None
+        for i in range(params["loads"]):
+            for url in urls:
+                rows.append(one_load(kind, exe, url, params, workdir, nssdb, len(rows) + 1))
+                row = rows[-1]
+                print(f"tm-run workload browser: load {row['load']} of {url}: "
+                      + (f"{row['plt_ms']:.1f} ms" if row["completed"] else f"failed: {row['error']}"),
+                      file=sys.stderr, flush=True)
+    except _Stop as e:
+        raise RunError(f"stopped by {e}") from None
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        reap_orphans()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return summarize(rows, params)
+
+
+def summarize(rows, params):
+    """The client's result: per-run metrics over the completed loads, per-load samples, and the rows."""
+    done = [r for r in rows if r["completed"]]
+    metrics = {"loads": len(rows), "loads_completed": len(done), "loads_failed": len(rows) - len(done)}
+    samples = {}
+    for name in TIMES + COUNTS:
+        values = [r[name] for r in done if r.get(name) is not None]
+        samples[name] = values
+        if values:
+            metrics[f"{name}_p50"] = stats.median(values)
+            if name in TIMES:
+                metrics[f"{name}_mean"] = stats.mean(values)
+    plt = samples["plt_ms"]
+    if len(plt) > 1 and stats.mean(plt) > 0:
+        metrics["plt_cov"] = stats.sd(plt) / stats.mean(plt)
+    for proto in ("h1", "h2", "h3"):
+        metrics[f"loads_{proto}"] = sum(1 for r in done if r.get("protocol") == proto)
+    samples["completed"] = [r["completed"] for r in rows]
+    return {"metrics": metrics, "samples": samples, "series": {}, "loads": rows, "browser": params["browser"]}
