@@ -1,0 +1,249 @@
+"""tm-run's browser workload through real shells: Chromium and Firefox, headless, as root and as the
+unprivileged user, through nested shells, every metric measured; page load times against an analytic lower
+bound (bytes over the rate, plus the round trips a fresh connection and the page's dependencies need) and a
+sane upper bound, over a constant rate and a shipped LTE trace; ten loads over a constant rate vary by 5% at
+most; and no browser or server process outlives a run, a SIGINT to tm-run or a SIGKILL of the outermost shell.
+
+The site is examples/sites/make-site's, written into the test's public directory. Every process of a test
+carries TM_TEST_MARK=<its directory> in its environment (the shells and tm-run pass the environment on), which
+is how leftovers are told from other programs' browsers on a shared machine."""
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BINDIR, TRACES, TooSlow, measured
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAKE_SITE = os.path.realpath(os.path.join(HERE, "..", "..", "examples", "sites", "make-site"))
+BROWSERS = ("chromium", "firefox-esr", "firefox")  # the executables' names (ps shows /usr/lib/chromium/chromium)
+MSS_WIRE = 1500 / 1448  # bytes on the wire per byte of TCP payload (a 1500-byte packet carries 1448)
+
+
+def make_site(directory, *args):
+    subprocess.run([sys.executable, MAKE_SITE, str(directory), *map(str, args)], check=True, capture_output=True)
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    os.chmod(directory, 0o755)
+    with open(os.path.join(directory, "site.json")) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The example's site (index.html and 32 objects), readable by the unprivileged user."""
+    d = tmp_path_factory.mktemp("browser-site")
+    for p in (d, *d.parents):
+        if str(p) in ("/", "/tmp"):
+            break
+        os.chmod(p, os.stat(p).st_mode | 0o711)
+    info = make_site(d / "page")
+    info["path"] = str(d / "page")
+    return info
+
+
+def marked(mark):
+    """Live processes whose environment holds TM_TEST_MARK=MARK, or whose command line names MARK (nginx keeps
+    only TZ of its environment; its -p names the run directory): {pid: command line}."""
+    want = f"TM_TEST_MARK={mark}".encode()
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if (want in env or mark in cmd) and state != "Z":
+            found[int(entry)] = cmd
+    return found
+
+
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def left_behind(mark, timeout=10.0):
+    """What of MARK's processes is still alive after TIMEOUT (a killed namespace takes a moment to empty)."""
+    deadline = time.monotonic() + timeout
+    while (found := marked(mark)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return found
+
+
+def write_experiment(directory, name, shells, workload, more=""):
+    text = f'name = "{name}"\n' + "".join(f'[[shell]]\nrun = "{s}"\n' for s in shells) + "[workload]\n"
+    text += "".join(f"{k} = {json.dumps(v)}\n" for k, v in workload.items()) + more
+    path = directory / f"{name}.toml"
+    path.write_text(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+def tm_run(who, experiment, out, mark, timeout=240, status=0, said=""):
+    r = who.run([os.path.join(BINDIR, "tm-run"), str(experiment), "-o", str(out), "-q"],
+                env={"TM_TEST_MARK": mark}, timeout=timeout)
+    assert r.returncode == status and said in r.stdout, r.stdout + r.stderr
+    (run,) = os.listdir(out / "runs")
+    with open(out / "runs" / run / "result.json") as f:
+        return json.load(f)
+
+
+def completed(result, n):
+    loads = result["loads"]
+    assert len(loads) == n and all(l["completed"] == 1 for l in loads), [l.get("error") for l in loads]
+    return loads
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+def test_both_browsers_give_every_metric_through_nested_shells(who, browser, site, public_tmp):
+    """As root and as the user, three shells deep, over HTTP/2 with the run's own CA: every metric, and nothing
+    left running afterwards."""
+    exp = write_experiment(public_tmp, "nested", ["tm-delay 5", "tm-link --uplink-rate 50mbit --downlink-rate 50mbit",
+                                                  "tm-delay 5"],
+                           {"kind": "browser", "browser": browser, "site": site["path"], "loads": 2})
+    mark = str(public_tmp)
+    res = tm_run(who, exp, public_tmp / "out", mark)
+    loads = completed(res, 2)
+    for load in loads:
+        print(f"{browser} as {who.name}: " + ", ".join(f"{k} {load[k]}" for k in (
+            "startup_ms", "plt_ms", "dcl_ms", "fcp_ms", "transfer_bytes", "requests", "connections", "protocol")))
+        assert load["protocol"] == "h2" and load["protocols"] == {"h2": load["requests"]}
+        assert load["url"].startswith("https://100.64.0.1:8443/")  # TM_OUTSIDE: the outermost shell's far end
+        assert 40 <= load["dcl_ms"] <= load["plt_ms"]  # two round trips of 20 ms at least before any HTML
+        assert 0 < load["fcp_ms"] < load["plt_ms"] + 2000 and load["startup_ms"] > 0
+        assert load["requests"] >= site["files"] and load["transfer_bytes"] >= site["bytes"]
+        assert load["connections"] == 1  # HTTP/2: one connection carries the page
+    m = res["metrics"]
+    assert m["loads_completed"] == 2 and m["loads_failed"] == 0 and m["loads_h2"] == 2
+    for name in ("plt_ms_p50", "dcl_ms_p50", "fcp_ms_p50", "startup_ms_p50", "transfer_bytes_p50", "requests_p50",
+                 "connections_p50"):
+        assert name in m
+    table = (public_tmp / "out" / "results.csv").read_text()
+    assert "load2.plt_ms" in table and "load1.protocol,h2" in table
+    summary = (public_tmp / "out" / "summary.md").read_text()
+    assert "Loads: 2 of 2 completed (h2 2)." in summary
+    assert (public_tmp / "out" / "plots" / "cdf_plt_ms_samples.png").exists()
+    assert left_behind(mark) == {}
+
+
+def lower_bound_ms(transfer_bytes, rate_mbit, rtt_ms, handshakes):
+    """No load can be faster: the fresh connection's handshakes (TCP, and TLS 1.3 for HTTP/2), the request for
+    the page, a round trip for the objects it names (the third level, app.js's images, may overlap the second's
+    transfer), and every byte at the link's rate."""
+    return (handshakes + 2) * rtt_ms + transfer_bytes * MSS_WIRE * 8 / (rate_mbit * 1000)
+
+
+def test_constant_rate_loads_within_bounds_and_vary_5_percent_at_most(root, site, public_tmp):
+    """Ten HTTP/1.1 loads over 2 Mbit/s and 2 x 10 ms: each at or above the analytic bound and within twice it;
+    their coefficient of variation is 5% at most."""
+    rate, delay = 2, 10
+    exp = write_experiment(public_tmp, "constant", [f"tm-delay {delay}",
+                                                    f"tm-link --uplink-rate {rate}mbit --downlink-rate {rate}mbit"],
+                           {"kind": "browser", "site": site["path"], "loads": 10, "protocol": "h1"})
+    attempt = []
+
+    def check():
+        attempt.append(1)
+        res = tm_run(root, exp, public_tmp / f"constant{len(attempt)}", str(public_tmp))
+        loads = completed(res, 10)
+        plt = [l["plt_ms"] for l in loads]
+        low = lower_bound_ms(min(l["transfer_bytes"] for l in loads), rate, 2 * delay, handshakes=1)
+        cov = statistics.stdev(plt) / statistics.mean(plt)
+        print(f"PLT over {rate} Mbit/s, RTT {2 * delay} ms: median {statistics.median(plt):.0f} ms, "
+              f"min {min(plt):.0f}, max {max(plt):.0f}, CoV {100 * cov:.2f}%; lower bound {low:.0f} ms; "
+              f"start-up median {statistics.median(l['startup_ms'] for l in loads):.0f} ms")
+        assert min(plt) >= low
+        if max(plt) > 2 * low or cov > 0.05:
+            raise TooSlow(f"PLTs {plt}: above {2 * low:.0f} ms or CoV {cov:.3f} > 0.05")
+
+    measured(check)
+
+
+def trace_window_ms(path, payload_bytes):
+    """The shortest time in which the trace (looped) can deliver PAYLOAD_BYTES of TCP payload: over every
+    window of its opportunities, the narrowest holding enough 1500-byte packets."""
+    with open(path) as f:
+        times = [int(line) for line in f if line.strip()]
+    period = times[-1]
+    looped = times + [t + period for t in times] + [t + 2 * period for t in times]
+    need = math.ceil(payload_bytes / 1448)
+    if need > len(times):
+        raise ValueError("the page is larger than one period of the trace")
+    return min(looped[i + need - 1] - looped[i] for i in range(len(times)))
+
+
+def test_lte_trace_loads_within_bounds_and_a_regression_threshold_fails_the_run(root, site, public_tmp):
+    """Three HTTP/2 loads over the shipped Verizon LTE trace and 2 x 20 ms: at or above the round trips plus
+    the trace's fastest delivery of the page's bytes, and within three times that plus a second. A threshold
+    on the median page load time below that bound fails the run: exit 1, the assertion in one line."""
+    delay = 20
+    down = os.path.join(TRACES, "Verizon-LTE-short.down")
+    exp = write_experiment(public_tmp, "lte", [f"tm-delay {delay}",
+                                               f"tm-link {os.path.join(TRACES, 'Verizon-LTE-short.up')} {down}"],
+                           {"kind": "browser", "site": site["path"], "loads": 3},
+                           '[[assert]]\nmetric = "plt_ms_p50"\nstat = "median"\nbelow = 250\n')
+    res = tm_run(root, exp, public_tmp / "lte", str(public_tmp), status=1,
+                 said="assert 1 failed: plt_ms_p50 median")
+    loads = completed(res, 3)
+    fastest = trace_window_ms(down, min(l["transfer_bytes"] for l in loads))
+    low = (2 + 2) * 2 * delay + fastest
+    plt = [l["plt_ms"] for l in loads]
+    print(f"PLT over Verizon LTE, RTT {2 * delay} ms: {[round(p) for p in plt]} ms; lower bound {low:.0f} ms "
+          f"(the trace delivers the page in {fastest} ms at best)")
+    assert min(plt) >= low
+    assert max(plt) <= 3 * low + 1000
+
+
+def spawn_run(who, spawn, experiment, out, mark):
+    return spawn(who, [os.path.join(BINDIR, "tm-run"), str(experiment), "-o", str(out), "-q"],
+                 env={"TM_TEST_MARK": mark})
+
+
+def wait_for_browser(mark, proc, timeout=60):
+    """Until a browser of MARK runs (a load is under way); returns the marked processes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = marked(mark)
+        if any(os.path.basename(c.split(" ")[0]) in BROWSERS for c in found.values()):
+            return found
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+def test_sigint_to_tm_run_and_sigkill_of_the_shell_leave_nothing(user, browser, spawn, site, public_tmp):
+    exp = write_experiment(public_tmp, "slow", ["tm-delay 10", "tm-link --uplink-rate 1mbit --downlink-rate 1mbit"],
+                           {"kind": "browser", "browser": browser, "site": site["path"], "loads": 50})
+    # SIGINT to tm-run, as Ctrl-C: it stops the run and exits 130; the browser and nginx go with the stack.
+    mark = str(public_tmp / "int")
+    proc = spawn_run(user, spawn, exp, public_tmp / "int", mark)
+    found = wait_for_browser(mark, proc)
+    assert any("nginx" in c for c in found.values()), found
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert left_behind(mark) == {}
+    # SIGKILL of the outermost shell: its namespaces die, and every process in them.
+    mark = str(public_tmp / "kill")
+    proc = spawn_run(user, spawn, exp, public_tmp / "kill", mark)
+    found = wait_for_browser(mark, proc)
+    shells = [pid for pid, c in found.items() if c.split(" ")[0].endswith("/tm-delay") and "--outside" in c]
+    (shell,) = [pid for pid in shells if parent(pid) not in shells]  # not its helpers, forked with its argv
+    os.kill(shell, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert left_behind(mark) == {}

@@ -1,0 +1,233 @@
+"""The browser workload's logic without a browser: metrics from the page's timing entries (as Chromium and
+Firefox give them), parameters, URLs and addresses, the per-load rows in results.csv and summary.md, the
+certificates and nginx's configuration, nginx serving a site on loopback (HTTP/1.1 and HTTP/2 over TLS with the
+run's CA), and the committed example site being what make-site writes."""
+import filecmp
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import urllib.request
+
+import pytest
+
+from tracemod_run import results
+from tracemod_run.errors import ConfigError, UsageError
+from tracemod_run.workloads import browser, common, registry
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MAKE_SITE = os.path.join(ROOT, "examples", "sites", "make-site")
+
+
+def entry(name, start, end, size, proto="h2", connect=(0, 0), **more):
+    return dict({"name": name, "startTime": start, "responseEnd": end, "transferSize": size,
+                 "decodedBodySize": size - 300 if size else 1000, "nextHopProtocol": proto,
+                 "connectStart": connect[0], "connectEnd": connect[1]}, **more)
+
+
+# What Chromium gave for a page of two objects over one fresh HTTP/2 connection (trimmed to the fields read).
+CHROMIUM = {
+    "nav": [dict(entry("https://100.64.0.1:8443/", 0, 95.3, 1781, connect=(4.2, 64.9)),
+                 domContentLoadedEventStart=180.5, loadEventStart=412.6, responseStatus=200)],
+    "res": [entry("https://100.64.0.1:8443/a.css", 96.1, 150.2, 14314),
+            entry("https://100.64.0.1:8443/b.png", 96.4, 399.0, 30987)],
+    "paint": [{"name": "first-paint", "startTime": 201.0}, {"name": "first-contentful-paint", "startTime": 201.0}],
+}
+# Firefox: times to the microsecond with privacy.reduceTimerPrecision off; HTTP/1.1 over two connections.
+FIREFOX = {
+    "nav": [dict(entry("http://100.64.0.1:8080/", 0, 61.0, 1630, proto="http/1.1", connect=(1.5, 41.7)),
+                 domContentLoadedEventStart=154.25, loadEventStart=415.5, responseStatus=200)],
+    "res": [entry("http://100.64.0.1:8080/a.css", 150, 363, 314, proto="http/1.1"),
+            entry("http://100.64.0.1:8080/b.png", 150, 364, 20300, proto="http/1.1", connect=(151.0, 191.5)),
+            entry("http://100.64.0.1:8080/c.png", 150, 151, 0, proto="http/1.1")],  # from the cache
+    "paint": [{"name": "first-contentful-paint", "startTime": 479.0}],
+}
+
+
+def test_metrics_from_chromium_timing():
+    m = browser.page_metrics(CHROMIUM)
+    assert m["plt_ms"] == 412.6 and m["dcl_ms"] == 180.5 and m["fcp_ms"] == 201.0
+    assert m["transfer_bytes"] == 1781 + 14314 + 30987 and m["requests"] == 3
+    assert m["connections"] == 1 and m["protocol"] == "h2" and m["protocols"] == {"h2": 3}
+    assert m["cache_hits"] == 0 and m["status"] == 200
+
+
+def test_metrics_from_firefox_timing():
+    m = browser.page_metrics(FIREFOX)
+    assert m["plt_ms"] == 415.5 and m["dcl_ms"] == 154.25 and m["fcp_ms"] == 479.0  # FCP may follow onload
+    assert m["transfer_bytes"] == 1630 + 314 + 20300 and m["requests"] == 4
+    assert m["connections"] == 2 and m["protocol"] == "h1" and m["cache_hits"] == 1
+
+
+def test_metrics_without_paint_or_load():
+    no_paint = dict(CHROMIUM, paint=[])
+    assert browser.page_metrics(no_paint)["fcp_ms"] is None
+    with pytest.raises(browser.LoadFailed, match="no navigation timing"):
+        browser.page_metrics({"nav": [], "res": []})
+    unloaded = {"nav": [dict(CHROMIUM["nav"][0], loadEventStart=0)]}
+    with pytest.raises(browser.LoadFailed, match="load event"):
+        browser.page_metrics(unloaded)
+
+
+@pytest.mark.parametrize("alpn,name", [("http/1.1", "h1"), ("http/1.0", "h1"), ("h2", "h2"), ("h3", "h3"),
+                                       ("h3-29", "h3"), ("", ""), (None, ""), ("HTTP/1.1", "h1")])
+def test_protocol_names(alpn, name):
+    assert browser.protocol_name(alpn) == name
+
+
+def test_parameters_defaults_and_refusals():
+    p = registry.validate({"kind": "browser", "site": "sites/page"})
+    assert p["browser"] == "chromium" and p["urls"] == ["/"] and p["loads"] == 5 and p["protocol"] == "h2"
+    assert p["warm"] is False and p["timeout"] == 30.0
+    for bad, why in (({"browser": "lynx"}, "must be one of chromium, firefox"),
+                     ({"urls": []}, "non-empty"), ({"urls": ["index.html"]}, "starts with /"),
+                     ({"urls": ["ftp://x/"]}, "neither http"), ({"server": "host:80"}, "must be a URL"),
+                     ({"server": "http://h/", "site": "d"}, "not both"), ({"loads": 0}, "from 1"),
+                     ({"port": 80}, "from 1025"), ({"port": 9000, "tls_port": 9000}, "must differ"),
+                     ({"browser_args": [1]}, "array of strings"), ({"warm": 1}, "true or false")):
+        with pytest.raises((ConfigError, UsageError), match=why):
+            registry.validate(dict({"kind": "browser"}, **bad))
+
+
+def test_urls_and_the_address_behind_the_stack(monkeypatch):
+    p = registry.validate({"kind": "browser", "urls": ["/", "/b.html", "http://192.0.2.9/x"]})
+    assert browser.page_urls(p, "100.64.0.1", 8080) == ["https://100.64.0.1:8443/", "https://100.64.0.1:8443/b.html",
+                                                         "http://192.0.2.9/x"]
+    h1 = dict(p, protocol="h1")
+    assert browser.page_urls(h1, "fd74:6d00::1", 9000)[0] == "http://[fd74:6d00::1]:9000/"
+    assert browser.page_urls(dict(p, tls_port=9443), "h", 1)[0] == "https://h:9443/"
+    assert browser.page_urls(dict(p, server="http://10.0.0.1:81/"), "h", 1)[1] == "http://10.0.0.1:81/b.html"
+    # The generic choice of address ($TM_BASE) becomes $TM_OUTSIDE, which reaches the outermost --outside on
+    # every path; an address given explicitly stays.
+    monkeypatch.setenv("TM_BASE", "100.127.255.1")
+    monkeypatch.setenv("TM_OUTSIDE", "100.64.0.1")
+    monkeypatch.delenv("TM_RUN_SERVER", raising=False)
+    assert browser.client_host(common.server_host(None)) == "100.64.0.1"
+    assert browser.client_host(common.server_host("192.0.2.7")) == "192.0.2.7"
+
+
+def rows_of_loads():
+    ok = {"load": 1, "url": "https://h/", "completed": 1, "error": None, "startup_ms": 500.0, "plt_ms": 400.0,
+          "dcl_ms": 200.0, "fcp_ms": 210.0, "transfer_bytes": 1000, "requests": 3, "connections": 1, "cache_hits": 0,
+          "protocol": "h2", "protocols": {"h2": 3}, "status": 200}
+    return [ok, dict(ok, load=2, plt_ms=440.0), {"load": 3, "url": "https://h/", "completed": 0,
+                                                  "error": "timed out waiting for the load event", "startup_ms": 480.0}]
+
+
+def test_summarize_keeps_failed_loads_as_rows():
+    res = browser.summarize(rows_of_loads(), {"browser": "firefox"})
+    m, s = res["metrics"], res["samples"]
+    assert m["loads"] == 3 and m["loads_completed"] == 2 and m["loads_failed"] == 1 and m["loads_h2"] == 2
+    assert m["plt_ms_p50"] == 420.0 and s["plt_ms"] == [400.0, 440.0] and s["completed"] == [1, 1, 0]
+    assert s["startup_ms"] == [500.0, 500.0]  # the failed load's numbers are in its row, not among the samples
+    assert m["plt_cov"] == pytest.approx(0.0673, abs=1e-4)
+    assert len(res["loads"]) == 3 and res["loads"][2]["error"].startswith("timed out")
+    for name in browser.HEADLINE:
+        assert name in m
+
+
+def test_results_csv_and_summary_have_a_row_per_load(tmp_path):
+    client = browser.summarize(rows_of_loads(), {"browser": "chromium"})
+    result = {"run": "default/r1", "config": "default", "values": {}, "replication": 1, "seed": 7,
+              "metrics": client["metrics"], "samples": client["samples"], "loads": client["loads"]}
+    table = results.rows([result], [])
+    by = {r["metric"]: r["value"] for r in table}
+    assert by["plt_ms_p50"] == 420.0 and by["load2.plt_ms"] == 440.0 and by["load1.protocol"] == "h2"
+    assert by["load3.completed"] == 0 and by["load3.error"] == "timed out waiting for the load event"
+    assert by["load1.error"] == "" and "load1.protocols" not in by and "load1.load" not in by
+    lines = results.loads_markdown([result])
+    assert "Loads: 2 of 3 completed (h2 2)." in lines
+    assert "- default/r1 load 3: timed out waiting for the load event" in lines
+
+
+def test_certificates_name_every_address_and_verify(tmp_path):
+    ca = browser.make_certificates(str(tmp_path), ["192.0.2.5", "example.test"])
+    assert ca == str(tmp_path / "ca.pem") and not (tmp_path / "ca.key").exists()
+    text = subprocess.run(["openssl", "x509", "-in", str(tmp_path / "server.pem"), "-noout", "-text"],
+                          capture_output=True, text=True, check=True).stdout
+    for address in ("100.64.0.1", "FD74:6D00:0:0:0:0:0:1", "100.127.255.1", "127.0.0.1", "192.0.2.5",
+                    "DNS:localhost", "DNS:example.test"):
+        assert address in text, text
+    v = subprocess.run(["openssl", "verify", "-CAfile", ca, str(tmp_path / "server.pem")], capture_output=True,
+                       text=True)
+    assert v.returncode == 0, v.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    browser.make_certificates(str(other))
+    v = subprocess.run(["openssl", "verify", "-CAfile", str(other / "ca.pem"), str(tmp_path / "server.pem")],
+                       capture_output=True, text=True)
+    assert v.returncode != 0  # each server's CA is its own
+
+
+def test_nginx_configuration_keeps_to_its_directory(tmp_path):
+    conf = browser.nginx_config(str(tmp_path), "/srv/my site", 8080, 8443)
+    assert "daemon off;" in conf and "master_process off;" in conf
+    assert "listen 8080;" in conf and "listen 8443 ssl http2;" in conf and 'root "/srv/my site";' in conf
+    assert 'add_header Timing-Allow-Origin "*" always;' in conf and "expires 1h;" in conf
+    for line in conf.splitlines():
+        for word in line.split():
+            if word.startswith('"/') and "srv/my" not in word:
+                assert word.startswith(f'"{tmp_path}'), line  # pid, logs, temporary files: all in the state dir
+    assert "/var/" not in conf and "/etc/" not in conf and "/run/" not in conf
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not shutil.which("nginx") and not os.path.exists("/usr/sbin/nginx"),
+                    reason="nginx is not installed (scripts/install-deps installs nginx-light)")
+def test_nginx_serves_the_site_over_http1_and_tls(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<p>hello</p>")
+    port, tls_port = free_port(), free_port()
+    params = registry.validate({"kind": "browser", "site": str(site), "tls_port": tls_port})
+    ready, stop = str(tmp_path / "run" / "server.ready"), threading.Event()
+    os.makedirs(tmp_path / "run")
+    errors = []
+
+    def serve():
+        try:
+            browser.serve(params, port, "127.0.0.1", ready, stopped=stop)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        common.wait_ready(ready, 15)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
+            assert r.read() == b"<p>hello</p>" and r.headers["Timing-Allow-Origin"] == "*"
+            assert r.headers["Cache-Control"] == "max-age=3600" and r.headers["Content-Type"] == "text/html"
+        ca = tmp_path / "run" / "browser-server" / "ca.pem"
+        context = ssl.create_default_context(cafile=str(ca))
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        with socket.create_connection(("127.0.0.1", tls_port), timeout=10) as raw:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                assert tls.selected_alpn_protocol() == "h2" and tls.version() in ("TLSv1.3", "TLSv1.2")
+    finally:
+        stop.set()
+        t.join(15)
+    assert not t.is_alive() and not errors, errors
+
+
+def test_the_example_site_is_what_make_site_writes(tmp_path):
+    subprocess.run([sys.executable, MAKE_SITE, str(tmp_path / "page")], check=True, capture_output=True)
+    committed = os.path.join(ROOT, "examples", "sites", "page")
+    cmp = filecmp.dircmp(committed, str(tmp_path / "page"))
+    assert not cmp.left_only and not cmp.right_only and not cmp.diff_files
+    for sub in ("css", "js", "img"):
+        files = os.listdir(os.path.join(committed, sub))
+        _, mismatch, errors = filecmp.cmpfiles(os.path.join(committed, sub), str(tmp_path / "page" / sub), files,
+                                               shallow=False)
+        assert not mismatch and not errors
+    with open(os.path.join(committed, "site.json")) as f:
+        info = json.load(f)
+    assert info["objects"] >= 30 and info["files"] == info["objects"] + 1
