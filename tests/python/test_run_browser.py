@@ -101,13 +101,15 @@ def test_urls_and_the_address_behind_the_stack(monkeypatch):
     assert browser.page_urls(h1, "fd74:6d00::1", 9000)[0] == "http://[fd74:6d00::1]:9000/"
     assert browser.page_urls(dict(p, tls_port=9443), "h", 1)[0] == "https://h:9443/"
     assert browser.page_urls(dict(p, server="http://10.0.0.1:81/"), "h", 1)[1] == "http://10.0.0.1:81/b.html"
-    # The generic choice of address ($TM_BASE) becomes $TM_OUTSIDE, which reaches the outermost --outside on
-    # every path; an address given explicitly stays.
+    # Behind a stack the server is at $TM_OUTSIDE, which reaches the outermost --outside on every path (not
+    # $TM_BASE, the host on the kernel path); an address given explicitly stays, $TM_BASE included.
     monkeypatch.setenv("TM_BASE", "100.127.255.1")
     monkeypatch.setenv("TM_OUTSIDE", "100.64.0.1")
     monkeypatch.delenv("TM_RUN_SERVER", raising=False)
-    assert browser.client_host(common.server_host(None)) == "100.64.0.1"
-    assert browser.client_host(common.server_host("192.0.2.7")) == "192.0.2.7"
+    assert browser.server_host(None) == "100.64.0.1"
+    assert browser.server_host("100.127.255.1") == "100.127.255.1"
+    monkeypatch.delenv("TM_OUTSIDE")
+    assert browser.server_host(None) == "100.127.255.1"
 
 
 def rows_of_loads():

@@ -739,13 +739,14 @@ def page_urls(params, host, port):
     return [u if "://" in u else base + u for u in params["urls"]]
 
 
-def client_host(host):
-    """The server's address as the client should use it: the stack's far end ($TM_OUTSIDE, which reaches the
-    outermost --outside on every path and through any nesting) where the generic choice fell on $TM_BASE."""
-    outside = os.environ.get("TM_OUTSIDE")
-    if outside and host == os.environ.get("TM_BASE") and not os.environ.get("TM_RUN_SERVER"):
-        return outside
-    return host
+def server_host(explicit=None):
+    """The server's address: --host, else $TM_RUN_SERVER, else $TM_OUTSIDE (the outermost shell's far end, where
+    its --outside server runs, reached on the kernel path, with pasta and isolated, through any nesting), else
+    $TM_BASE, else loopback."""
+    for value in (explicit, os.environ.get("TM_RUN_SERVER"), os.environ.get("TM_OUTSIDE"), os.environ.get("TM_BASE")):
+        if value:
+            return value
+    return "127.0.0.1"
 
 
 def find_ca(params):
@@ -811,7 +812,7 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
 def run_client(params, host, port, seed):
     kind = BROWSERS[params["browser"]]
     exe = find(params["browser"])
-    urls = page_urls(params, client_host(host), port)
+    urls = page_urls(params, host, port)
     become_subreaper()
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     workdir = tempfile.mkdtemp(prefix="tm-browser-")
