@@ -142,13 +142,15 @@ def test_both_browsers_give_every_metric_through_nested_shells(who, browser, sit
 
 def test_warm_loads_come_from_the_cache_over_new_connections(root, site, public_tmp):
     """warm = true: the page was loaded once in the profile and the browser restarted, so the objects come from
-    the disk cache and the page itself over a new connection."""
+    the disk cache and the page itself is revalidated (no-cache)."""
     exp = write_experiment(public_tmp, "warm", ["tm-delay 5"], {"kind": "browser", "site": site["path"], "loads": 2,
                                                                  "warm": True, "protocol": "h1"})
     res = tm_run(root, exp, public_tmp / "warm", str(public_tmp))
     for load in completed(res, 2):
         print(f"warm: plt_ms {load['plt_ms']}, cache hits {load['cache_hits']}, bytes {load['transfer_bytes']}")
-        assert load["cache_hits"] >= site["objects"] - 1 and load["transfer_bytes"] < site["bytes"] / 10
+        assert load["cache_hits"] >= site["objects"] - 1 and 0 < load["transfer_bytes"] < site["bytes"] / 10
+        assert load["plt_ms"] >= 2 * 5  # the page's revalidation: a round trip at least (its connection may
+        # have been opened before the navigation: Chromium preconnects to an origin its profile has seen)
     assert left_behind(str(public_tmp)) == {}
 
 

@@ -170,6 +170,7 @@ def test_nginx_configuration_keeps_to_its_directory(tmp_path):
     assert "daemon off;" in conf and "master_process off;" in conf
     assert "listen 8080;" in conf and "listen 8443 ssl http2;" in conf and 'root "/srv/my site";' in conf
     assert 'add_header Timing-Allow-Origin "*" always;' in conf and "expires 1h;" in conf
+    assert "location ~* \\.html?$ { expires epoch; }" in conf
     for line in conf.splitlines():
         for word in line.split():
             if word.startswith('"/') and "srv/my" not in word:
@@ -189,6 +190,7 @@ def test_nginx_serves_the_site_over_http1_and_tls(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text("<p>hello</p>")
+    (site / "a.css").write_text("p {}")
     port, tls_port = free_port(), free_port()
     params = registry.validate({"kind": "browser", "site": str(site), "tls_port": tls_port})
     ready, stop = str(tmp_path / "run" / "server.ready"), threading.Event()
@@ -207,7 +209,9 @@ def test_nginx_serves_the_site_over_http1_and_tls(tmp_path):
         common.wait_ready(ready, 15)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
             assert r.read() == b"<p>hello</p>" and r.headers["Timing-Allow-Origin"] == "*"
-            assert r.headers["Cache-Control"] == "max-age=3600" and r.headers["Content-Type"] == "text/html"
+            assert r.headers["Cache-Control"] == "no-cache" and r.headers["Content-Type"] == "text/html"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/a.css", timeout=10) as r:
+            assert r.headers["Cache-Control"] == "max-age=3600" and r.headers["Content-Type"] == "text/css"
         ca = tmp_path / "run" / "browser-server" / "ca.pem"
         context = ssl.create_default_context(cafile=str(ca))
         context.set_alpn_protocols(["h2", "http/1.1"])

@@ -7,8 +7,9 @@ that server alone. Everything lives in one state directory (the run directory's 
 the CA and the server's key and certificate (openssl), nginx.conf, its pid, logs and temporary files; no
 system configuration is read or written. nginx runs in the foreground as one process (no master and workers
 to orphan), dies with the server (PR_SET_PDEATHSIG) and is stopped on SIGTERM or SIGINT. Every response says
-Timing-Allow-Origin: * and Cache-Control: max-age=3600 (so a warm cache holds the whole page). With `server`,
-a server of the user's, nothing is started.
+Timing-Allow-Origin: *; objects say Cache-Control: max-age=3600 and pages (.html) no-cache, so a revisit
+revalidates the page and takes its objects from a warm cache. With `server`, a server of the user's, nothing
+is started.
 
 Client (behind the shells): loads each of `urls` `loads` times, interleaved (load 1 of every URL, then load
 2, ...). Each load starts the browser in a fresh profile under a fresh HOME, in a process group of its own,
@@ -610,7 +611,8 @@ def nginx_config(state, site, port, tls_port, host=None):
     tmp = os.path.join(state, "tmp")
     types = "".join(f"    {t} {ext};\n" for ext, t in TYPES.items())
     common_server = (f"    root {q(site)};\n    index index.html;\n    expires 1h;\n"
-                     f"    add_header Timing-Allow-Origin \"*\" always;\n")
+                     f"    add_header Timing-Allow-Origin \"*\" always;\n"
+                     "    location ~* \\.html?$ { expires epoch; }\n")  # pages revalidated, objects kept
     return (
         "daemon off;\nmaster_process off;\nworker_processes 1;\n"
         f"pid {q(os.path.join(state, 'nginx.pid'))};\nerror_log {q(os.path.join(state, 'error.log'))} warn;\n"
