@@ -83,6 +83,7 @@ def test_parameters_defaults_and_refusals():
     p = registry.validate({"kind": "browser", "site": "sites/page"})
     assert p["browser"] == "chromium" and p["urls"] == ["/"] and p["loads"] == 5 and p["protocol"] == "h2"
     assert p["warm"] is False and p["timeout"] == 30.0
+    assert registry.validate({"kind": "browser", "timeout": "1.5min", "tls_port": "9443"})["timeout"] == 90.0
     for bad, why in (({"browser": "lynx"}, "must be one of chromium, firefox"),
                      ({"urls": []}, "non-empty"), ({"urls": ["index.html"]}, "starts with /"),
                      ({"urls": ["ftp://x/"]}, "neither http"), ({"server": "host:80"}, "must be a URL"),

@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 
-from .. import stats
+from .. import stats, values
 from ..errors import RunError, UsageError
 from . import common
 from .registry import Param
@@ -58,7 +58,8 @@ PARAMS = {
     "browser": Param((str,), "chromium", choices=("chromium", "firefox"), help="the browser"),
     "urls": Param((list,), ["/"], help="pages to load: paths on the server (\"/index.html\") or whole URLs"),
     "loads": Param((int,), 5, low=1, high=10000, help="loads of each URL per run"),
-    "timeout": Param((float,), 30.0, low=0.1, high=3600, help="seconds a load may take, navigation to timing read"),
+    "timeout": Param((float,), 30.0, low=0.1, high=3600, help="seconds a load may take, navigation to timing read",
+                     read=values.seconds),
     "warm": Param((bool,), False, help="load each URL once (unmeasured) to fill the cache before each load"),
     "protocol": Param((str,), "h2", choices=("h1", "h2"),
                       help="for site and paths: HTTP/1.1 (http, port) or HTTP/2 over TLS (https, tls_port)"),
@@ -66,8 +67,8 @@ PARAMS = {
     "server": Param((str,), None, help="the base URL of an existing server (e.g. \"http://192.0.2.1:8000\") "
                                         "instead of site"),
     "ca": Param((str,), None, help="a CA certificate (PEM) the browser trusts for this run, for server = https"),
-    "port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/1.1 port (8080)"),
-    "tls_port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/2 port (8443)"),
+    "port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/1.1 port (8080)", read=values.port),
+    "tls_port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/2 port (8443)", read=values.port),
     "browser_args": Param((list,), [], help="more command-line arguments for the browser"),
 }
 
