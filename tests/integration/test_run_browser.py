@@ -162,9 +162,10 @@ def lower_bound_ms(transfer_bytes, rate_mbit, rtt_ms, handshakes):
 
 
 def test_constant_rate_loads_within_bounds_and_vary_5_percent_at_most(root, site, public_tmp):
-    """Ten HTTP/1.1 loads over 2 Mbit/s and 2 x 10 ms: each at or above the analytic bound and within twice it;
-    their coefficient of variation is 5% at most."""
-    rate, delay = 2, 10
+    """Ten HTTP/1.1 loads over 1 Mbit/s and 2 x 10 ms: each at or above the analytic bound and within twice it;
+    their coefficient of variation is 5% at most. (The browser's own work varies with what else the machine
+    runs, by up to a few hundred ms a load on a busy 2-core machine: at 1 Mbit/s the link's 3 s dominate it.)"""
+    rate, delay = 1, 10
     exp = write_experiment(public_tmp, "constant", [f"tm-delay {delay}",
                                                     f"tm-link --uplink-rate {rate}mbit --downlink-rate {rate}mbit"],
                            {"kind": "browser", "site": site["path"], "loads": 10, "protocol": "h1"})
