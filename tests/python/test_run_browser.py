@@ -238,3 +238,20 @@ def test_the_example_site_is_what_make_site_writes(tmp_path):
     with open(os.path.join(committed, "site.json")) as f:
         info = json.load(f)
     assert info["objects"] >= 30 and info["files"] == info["objects"] + 1
+
+
+def test_a_killed_clients_profiles_are_removed_by_the_next(tmp_path):
+    """A client killed outright cannot remove its profiles: the next client does, once their lock is free."""
+    child = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                            "from tracemod_run.workloads import browser; print(browser.make_workdir(sys.argv[2]))",
+                            os.path.join(ROOT, "src", "run"), str(tmp_path)], capture_output=True, text=True, check=True)
+    dead = child.stdout.strip()  # its process has exited: its lock is free
+    alive = browser.make_workdir(str(tmp_path))  # this process's, locked
+    os.utime(dead, (0, 0))
+    os.utime(alive, (0, 0))
+    os.makedirs(tmp_path / "tm-browser-other")  # no lock: not a client's
+    os.utime(tmp_path / "tm-browser-other", (0, 0))
+    browser.sweep_workdirs(str(tmp_path))
+    assert not os.path.exists(dead) and os.path.isdir(alive) and os.path.isdir(tmp_path / "tm-browser-other")
+    young = browser.make_workdir(str(tmp_path))
+    assert os.path.isdir(young)

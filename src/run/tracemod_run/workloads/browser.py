@@ -28,6 +28,7 @@ A load that fails or times out is a row that says so (completed 0, its error), n
 itself fails only if the workload cannot run at all (no browser, no server)."""
 import collections
 import ctypes
+import fcntl
 import ipaddress
 import itertools
 import json
@@ -778,6 +779,43 @@ def make_nssdb(directory, ca):
     return directory
 
 
+WORKDIR_PREFIX = "tm-browser-"
+
+
+def make_workdir(parent=None):
+    """A directory for this client's profiles in $TMPDIR (a short path: Firefox does not start from a profile
+    whose path is much over 100 characters). Its lock file stays locked while the client lives, so that the
+    next client removes the directories of clients killed outright (which could not remove their own)."""
+    parent = parent or tempfile.gettempdir()
+    sweep_workdirs(parent)
+    workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=parent)
+    lock = os.open(os.path.join(workdir, "lock"), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # held until this process ends (never released, never inherited)
+    return workdir
+
+
+def sweep_workdirs(parent, min_age=60.0):
+    """Removes the workdirs in PARENT whose client is gone: their lock is free (and they are over MIN_AGE
+    seconds old, so a client between making its directory and locking it is left alone)."""
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        if not name.startswith(WORKDIR_PREFIX) or name.startswith("tm-browser-server-"):
+            continue
+        try:
+            if time.time() - os.stat(path).st_mtime < min_age:
+                continue
+            fd = os.open(os.path.join(path, "lock"), os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue  # not ours to judge (another user's, or no lock)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass  # its client is alive
+        finally:
+            os.close(fd)
+
+
 class _Stop(Exception):
     pass
 
@@ -818,7 +856,7 @@ def run_client(params, host, port, seed):
     urls = page_urls(params, host, port)
     become_subreaper()
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-    workdir = tempfile.mkdtemp(prefix="tm-browser-")
+    workdir = make_workdir()
     rows = []
     try:
         ca = find_ca(params)
