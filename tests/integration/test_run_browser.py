@@ -140,7 +140,7 @@ def test_both_browsers_give_every_metric_through_nested_shells(who, browser, sit
     assert left_behind(mark) == {}
 
 
-def test_warm_loads_come_from_the_cache_over_new_connections(root, site, public_tmp):
+def test_warm_loads_take_their_objects_from_the_cache(root, site, public_tmp):
     """warm = true: the page was loaded once in the profile and the browser restarted, so the objects come from
     the disk cache and the page itself is revalidated (no-cache)."""
     exp = write_experiment(public_tmp, "warm", ["tm-delay 5"], {"kind": "browser", "site": site["path"], "loads": 2,
