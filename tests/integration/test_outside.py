@@ -189,10 +189,11 @@ def outside_through_three_levels(who, tools, target, *outermost):
         named = re.findall(r"^level (\d): (\S+) (\S+)$", r.stderr, re.M)
         assert named == [(str(d), OUTERMOST_OUTER, OUTERMOST_OUTER6) for d in (1, 2, 3)], r.stderr
         srtt, min_rtt = sender_figures(r.stderr)
-        # The sender's TCP stamps a paced segment with its departure time (EDT), which may lie a little after
-        # the moment it really left: its RTT samples run up to about a millisecond short of the path's, one
-        # level or three (ping through the same three shells never measures below 60.0 ms: below).
-        assert srtt >= 60 and min_rtt >= 59, f"the far sender saw srtt {srtt} ms, min {min_rtt} ms"
+        # The sender's own TCP meets the 60 ms. Its smoothed RTT is at least that; its minimum sample can fall
+        # a little short (seen: 58.5-59.9 ms, one level or three, the build before this variable too): TCP
+        # stamps a paced segment with its planned departure time (EDT), which can lie after the moment it left.
+        # What the links themselves guarantee, never less than the delay, ping measures below.
+        assert srtt >= 60 and min_rtt >= 57, f"the far sender saw srtt {srtt} ms, min {min_rtt} ms"
         if min_rtt > 65:
             raise TooSlow(f"the sender's min RTT is {min_rtt} ms")
 

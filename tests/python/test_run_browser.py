@@ -56,6 +56,22 @@ def test_metrics_from_chromium_timing():
     assert m["cache_hits"] == 0 and m["status"] == 200
 
 
+def response(connection_id, method="Network.responseReceived"):
+    return {"method": method, "params": {"response": {"connectionId": connection_id}}}
+
+
+def test_chromium_connections_are_the_connections_its_responses_came_over():
+    # An HTTP/2 page over one preconnected socket (Resource Timing shows every entry as reused), two objects
+    # from the cache (id 0), and an event of another kind: one connection.
+    events = [response(17), response(17), response(0), response(17), response(0), response(9, "Network.dataReceived")]
+    assert browser.connection_count(events) == 1
+    assert browser.connection_count(events + [response(23)]) == 2
+    assert browser.connection_count([]) == 0
+    # The count Chromium's client gives replaces the one from the entries.
+    assert browser.page_metrics(dict(CHROMIUM, connections=1))["connections"] == 1
+    assert browser.page_metrics(dict(CHROMIUM, connections=4))["connections"] == 4
+
+
 def test_metrics_from_firefox_timing():
     m = browser.page_metrics(FIREFOX)
     assert m["plt_ms"] == 415.5 and m["dcl_ms"] == 154.25 and m["fcp_ms"] == 479.0  # FCP may follow onload

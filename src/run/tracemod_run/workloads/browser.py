@@ -182,11 +182,21 @@ def protocol_name(alpn):
     return PROTOCOLS.get(alpn, "h3" if alpn.startswith("h3-") else alpn)
 
 
+def connection_count(events):
+    """Chromium's connections for a page: the distinct connection ids its responses came over (DevTools'
+    Network.responseReceived), 0 being a response from the cache. Unlike Resource Timing, this counts a socket
+    Chromium opened before the request asked for it (a preconnect), which the entries show as reused."""
+    ids = {m["params"]["response"].get("connectionId") for m in events
+           if m.get("method") == "Network.responseReceived"}
+    return len(ids - {0, None})
+
+
 def page_metrics(perf):
     """One load's metrics from PERF, the page's timing entries ({"nav": [...], "res": [...], "paint": [...]}):
     times in ms from the navigation's start. Bytes are transferSize (headers and body as received, 0 for a
-    cache hit); a connection is an entry whose connectEnd > connectStart (cross-origin entries without
-    Timing-Allow-Origin show neither, so count none; a preconnected socket counts for none either)."""
+    cache hit); connections are PERF's own count where the browser gave one (Chromium: connection_count), else
+    the entries whose connectEnd > connectStart (cross-origin entries without Timing-Allow-Origin show neither,
+    so count none; a preconnected socket counts for none either)."""
     if not perf.get("nav"):
         raise LoadFailed("the page has no navigation timing entry")
     nav, res = perf["nav"][0], perf.get("res", [])
@@ -203,7 +213,8 @@ def page_metrics(perf):
         "fcp_ms": None if fcp is None else fcp - start,
         "transfer_bytes": int(sum(e.get("transferSize") or 0 for e in entries)),
         "requests": len(entries),
-        "connections": sum(1 for e in entries if (e.get("connectEnd") or 0) > (e.get("connectStart") or 0)),
+        "connections": perf["connections"] if "connections" in perf else
+        sum(1 for e in entries if (e.get("connectEnd") or 0) > (e.get("connectStart") or 0)),
         "cache_hits": sum(1 for e in res if not e.get("transferSize") and e.get("decodedBodySize")),
         "protocol": protocol_name(nav.get("nextHopProtocol")),
         "protocols": dict(protocols),
@@ -372,13 +383,16 @@ class Channel:
             if "method" in msg:
                 self.events.append(msg)
 
-    def event(self, match, deadline, what):
-        """The first event (queued or to come) for which MATCH(message) is true."""
+    def event(self, match, deadline, what, seen=None):
+        """The first event (queued or to come) for which MATCH(message) is true; SEEN, if given, is shown every
+        event passed over on the way."""
         while True:
             while self.events:
                 msg = self.events.popleft()
                 if match(msg):
                     return msg
+                if seen:
+                    seen(msg)
             msg = self._recv(deadline, what)
             if "method" in msg:
                 self.events.append(msg)
@@ -472,6 +486,7 @@ class Chromium(Browser):
                                          deadline)["sessionId"]
         self._call("Page.enable", {}, deadline)
         self._call("Page.setLifecycleEventsEnabled", {"enabled": True}, deadline)
+        self._call("Network.enable", {}, deadline)  # each response's connection id: see connection_count
         self._call("Network.setCacheDisabled", {"cacheDisabled": False}, deadline)
         self._wait_blank(self._evaluate, deadline)
 
@@ -490,10 +505,13 @@ class Chromium(Browser):
         if nav.get("errorText"):
             raise LoadFailed(f"{url}: {nav['errorText']}")
         loader, frame = nav.get("loaderId"), nav.get("frameId")
+        responses = []
         self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
                            and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
-                           deadline, "the load event")
-        return json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+                           deadline, "the load event", seen=responses.append)
+        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+        perf["connections"] = connection_count(responses + list(self.channel.events))
+        return perf
 
     def _quit(self, deadline):
         self.channel.call("Browser.close", {}, deadline)
