@@ -221,7 +221,7 @@ std::vector<double> read_samples(const std::string& path) {
     while (words >> word) {
       double x = 0;
       if (!parse_double(word, x))
-        throw UsageError(path + ":" + std::to_string(number) + ": '" + word.substr(0, 40) + "' is not a number");
+        throw UsageError(path + ":" + std::to_string(number) + ": " + quote_text(word) + " is not a number");
       if (samples.size() == kMaxSamples)
         throw UsageError(path + ":" + std::to_string(number) + ": more than 10000000 samples");
       samples.push_back(x);

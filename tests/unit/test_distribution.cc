@@ -128,6 +128,8 @@ TEST(Distribution, BadFilesNameTheLine) {
   };
   const std::string bad = write("bad.txt", "1\n2\n3x\n");
   EXPECT_EQ(error(bad), bad + ":3: '3x' is not a number");
+  const std::string binary = write("binary.txt", std::string("1 2\n\x1b[31m\x00\xff\n", 12));
+  EXPECT_EQ(error(binary), binary + ":2: '\\x1b[31m\\x00\\xff' is not a number");  // no byte reaches a terminal raw
   const std::string one = write("one.txt", "# only\n5\n");
   EXPECT_EQ(error(one), one + ": fewer than two samples");
   const std::string flat = write("flat.txt", "5 5 5\n");

@@ -197,6 +197,12 @@ TEST(ParseRate, OptionNamedInTheError) {
   EXPECT_EQ(usage_error([] { parse_rate("--uplink-rate", "12"); }).rfind("--uplink-rate: invalid rate '12': ", 0), 0u);
 }
 
+TEST(QuoteText, BytesThatAreNotPrintableAsHexCut) {
+  EXPECT_EQ(quote_text("12ms"), "'12ms'");
+  EXPECT_EQ(quote_text(std::string("\x1b[31m\x00\xff\n", 8)), "'\\x1b[31m\\x00\\xff\\x0a'");
+  EXPECT_EQ(quote_text("abcdef", 4), "'abcd...'");
+}
+
 TEST(ParseWholeNumber, DigitsOnlyWithinTheRange) {
   EXPECT_EQ(parse_whole_number("--small", "64", 44, 65000, "bytes"), 64u);
   EXPECT_EQ(parse_whole_number("--small", "65000", 44, 65000, "bytes"), 65000u);
