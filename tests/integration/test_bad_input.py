@@ -128,3 +128,16 @@ def test_a_corrupt_probe_header_is_one_line_of_the_tools_own(root, tools, tmp_pa
     raw = raw_file(tmp_path / "utf8.raw", message((1, message((1, 1), (3, b"\xff\xfe")))))  # target not UTF-8
     r = root.run(tools.tool("tm-probe", "print", raw))
     assert_refused(r, "tm-probe", f"{raw}: entry 1: not a tm-probe raw entry")  # no "[libprotobuf ERROR ...]" first
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sizes
+
+
+def test_make_refuses_a_trace_of_petabytes_before_writing(root, tools, tmp_path):
+    out = tmp_path / "huge.trace"
+    r = root.run(tools.tool("tm-trace", "make", "--rate", "1000gbit", "--duration", "4294967295ms", "-o", out),
+                 timeout=10)
+    assert_refused(r, "tm-trace", "the trace would have 357913941250000 lines, about 3.94 PB: more than 100000000")
+    assert not out.exists()
