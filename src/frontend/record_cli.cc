@@ -36,6 +36,8 @@ std::string get(const po::variables_map& vm, const char* name) {
 }
 
 void fill_common(const po::variables_map& vm, CommonConfig& c) {
+  if (vm.count("token") && vm.count("token-file"))
+    throw UsageError("--token and --token-file exclude each other: give the secret one way");
   c.token = get(vm, "token");
   if (vm.count("token-file")) {
     std::ifstream f(get(vm, "token-file"));

@@ -141,3 +141,43 @@ def test_make_refuses_a_trace_of_petabytes_before_writing(root, tools, tmp_path)
                  timeout=10)
     assert_refused(r, "tm-trace", "the trace would have 357913941250000 lines, about 3.94 PB: more than 100000000")
     assert not out.exists()
+
+# ---------------------------------------------------------------------------------------------------------
+# Options that contradict each other
+
+
+def test_link_refuses_one_file_for_two_logs_or_a_log_over_a_trace(root, tools, tmp_path):
+    trace = os.path.join(TRACES, "constant-12mbit")
+    r = root.run(tools.shell("tm-link", trace, trace, f"--uplink-log={tmp_path}/x.log",
+                             f"--downlink-log={tmp_path}/./x.log", cmd=["true"]))  # one file, two names
+    assert_refused(r, "tm-link", "--downlink-log", "names the same file as --uplink-log: each direction needs a log")
+    copy = tmp_path / "up.trace"
+    copy.write_text("1\n")
+    r = root.run(tools.shell("tm-link", copy, trace, f"--downlink-log={copy}", cmd=["true"]))
+    assert_refused(r, "tm-link", f"--downlink-log '{copy}' names the uplink trace: the log would overwrite it")
+    assert copy.read_text() == "1\n"
+
+
+CONFLICTS = {
+    "schedule both and one": ("tm-onoff", ["--schedule", "s", "--uplink-schedule", "s"],
+                              "--schedule (both directions) and --uplink-schedule (one) exclude each other"),
+    "hold-packets, dropping": ("tm-onoff", ["--uplink-on", "exp:10s", "--uplink-off", "exp:1s", "--hold-packets", "10"],
+                               "--hold-packets limits what --off-mode hold holds: with --off-mode drop nothing is held"),
+    "hold-bytes, dropping": ("tm-onoff", ["--uplink-on", "exp:10s", "--uplink-off", "exp:1s", "--off-mode", "drop",
+                                          "--hold-bytes", "1MB"], "--hold-bytes limits what --off-mode hold holds"),
+    "token twice": ("tm-record", ["client", "--token", "t", "--token-file", "/etc/hostname", "192.0.2.1"],
+                    "--token and --token-file exclude each other"),
+}
+
+
+@pytest.mark.parametrize("tool,args,named", CONFLICTS.values(), ids=CONFLICTS.keys())
+def test_contradicting_options_are_refused(root, tools, tmp_path, tool, args, named):
+    (tmp_path / "s").write_text("1 off\n2 on\n")
+    argv = tools.tool(tool, *args) if tool == "tm-record" else tools.shell(tool, *args, cmd=["true"])
+    r = subprocess_in(root, argv, tmp_path)
+    assert_refused(r, tool, named)
+
+
+def subprocess_in(who, argv, directory):
+    """WHO runs ARGV in DIRECTORY (the run helpers run in /): relative file names resolve there."""
+    return who.run(["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(directory), *map(str, argv)])
