@@ -181,3 +181,23 @@ def test_contradicting_options_are_refused(root, tools, tmp_path, tool, args, na
 def subprocess_in(who, argv, directory):
     """WHO runs ARGV in DIRECTORY (the run helpers run in /): relative file names resolve there."""
     return who.run(["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(directory), *map(str, argv)])
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Values
+
+
+VALUES = [
+    ("tm-link", ["--uplink-rate", "1e30bit", "--downlink-rate", "1mbit"],
+     "invalid rate '1e30bit': an exponent is not allowed: expected a number and a unit"),
+    ("tm-onoff", ["--uplink-on", "pareto:10:1", "--uplink-off", "exp:1"],
+     "invalid --uplink-on (pareto shape) '1': expected a shape above 1 (a Pareto of shape 1 or less has no mean)"),
+]
+
+
+@pytest.mark.parametrize("tool,args,named", VALUES, ids=[a[1] for _, a, _ in VALUES])
+def test_values_say_what_is_wrong_with_them(root, tools, tool, args, named):
+    assert_refused(root.run(tools.shell(tool, *args, cmd=["true"])), tool, named)
+
+

@@ -158,7 +158,11 @@ TEST(ParseDistribution, Errors) {
   EXPECT_EQ(error_of("uniform:1"), "invalid --uplink-on 'uniform:1" + expected);
   EXPECT_EQ(error_of("uniform:3:1"), "invalid --uplink-on 'uniform:3:1': uniform:A:B needs A <= B");
   EXPECT_NE(error_of("exp:-1").find("invalid --uplink-on (exp) '-1'"), std::string::npos);
-  EXPECT_NE(error_of("pareto:1:1").find("invalid --uplink-on (pareto shape) '1'"), std::string::npos);
+  const std::string shape = "': expected a shape above 1 (a Pareto of shape 1 or less has no mean), at most 1000";
+  EXPECT_EQ(error_of("pareto:10:1"), "invalid --uplink-on (pareto shape) '1" + shape);
+  EXPECT_EQ(error_of("pareto:10:1001"), "invalid --uplink-on (pareto shape) '1001" + shape);
+  EXPECT_EQ(error_of("pareto:10:x"), "invalid --uplink-on (pareto shape) 'x" + shape);
+  EXPECT_NO_THROW(parse_distribution("x", "pareto:10:1.000001", 1000 * kMillisecond));
 }
 
 // Correlated samples keep their distribution (netem's averaging would narrow it) and correlate as asked.
