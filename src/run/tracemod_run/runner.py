@@ -23,7 +23,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from . import VERSION, results, shard, stack
+from . import VERSION, experiment, results, shard, stack
 from .errors import RunError, UsageError
 from .progress import Progress
 from .results import write_json
@@ -117,13 +117,16 @@ class Runner:
                 self.known_traces.update(res.get("traces", {}))
 
     def check_stacks(self):
-        """Plans one run of every configuration before any starts, so that a missing tool or a shell without
-        --outside is one error at once rather than a failure per run."""
-        seen = set()
+        """Plans one run of every configuration before any starts (and before the results directory is made), so
+        that a missing tool, a shell without --outside, or an [[assert]] or [plot] naming a metric no run reports
+        is one error at once rather than a failure per run or a message after all of them."""
+        seen, links = set(), set()
         for run in self.exp.runs():
             if run.config.name not in seen:
                 seen.add(run.config.name)
-                stack.plan_run(self.exp, run, self.rundir(run))
+                plan = stack.plan_run(self.exp, run, self.rundir(run))
+                links |= {name for level in plan.levels for d in level.logs for name in link_metric_names(level.index, d)}
+        experiment.check_metrics(self.exp, links)
 
     def rundir(self, run):
         return os.path.join(self.outdir, "runs", run.dirname)
@@ -260,8 +263,8 @@ class Runner:
 
     def run_all(self):
         """Runs the pending runs of this share; returns (finished now, failed [(run, error)], skipped)."""
-        self.prepare()
         self.check_stacks()
+        self.prepare()
         mine = self.my_runs()
         pending = [r for r in mine if not finished(self.rundir(r))]
         skipped = len(mine) - len(pending)
@@ -373,9 +376,19 @@ def stop(proc):
             continue
 
 
+def _link_prefix(level, direction):
+    return f"link{level}_{direction[:-4] if direction.endswith('link') else direction}_"
+
+
+def link_metric_names(level, direction):
+    """What link_metrics() may report for the log of DIRECTION at LEVEL."""
+    return [_link_prefix(level, direction) + q for q in ("throughput_mbps", "capacity_mbps", "drops", "delay_ms_p50",
+                                                         "delay_ms_p95")]
+
+
 def link_metrics(level, direction, graph):
     """A link log's summary as run metrics: link<level>_<up|down>_<quantity>."""
-    prefix = f"link{level}_{direction[:-4] if direction.endswith('link') else direction}_"
+    prefix = _link_prefix(level, direction)
     out = {prefix + "throughput_mbps": graph["throughput_mbps"], prefix + "capacity_mbps": graph["capacity_mbps"],
            prefix + "drops": graph["drops"]["packets"]}
     if graph.get("delay_ms"):

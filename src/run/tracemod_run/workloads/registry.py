@@ -3,6 +3,7 @@ and `tm-run workload KIND --server|--client`."""
 import argparse
 import importlib
 import json
+import math
 import sys
 import tomllib
 
@@ -36,6 +37,8 @@ class Param:
             names = " or ".join({int: "a whole number", float: "a number", str: "a string", bool: "true or false",
                                  list: "an array"}[t] for t in types)
             raise ConfigError(f"[workload] '{key}' must be {names}, not {value!r}", ("workload", key))
+        if isinstance(value, float) and not math.isfinite(value):  # TOML's nan and inf
+            raise ConfigError(f"[workload] '{key}' must be a finite number, not {value}", ("workload", key))
         if self.choices and value not in self.choices:
             raise ConfigError(f"[workload] '{key}' must be one of {', '.join(self.choices)}, not '{value}'",
                               ("workload", key))
@@ -86,6 +89,13 @@ def headline(params):
 
 def default_port(params):
     return params.get("port") or module(params["kind"]).DEFAULT_PORT
+
+
+def outputs(params):
+    """(metric names, sample names) a client of PARAMS reports, so that what an experiment asserts and plots is
+    checked before its first run; None for a kind that does not say (its module has no outputs())."""
+    mod = module(params["kind"])
+    return mod.outputs(params) if hasattr(mod, "outputs") else None
 
 
 # ---------------------------------------------------------------------------------------------------------
