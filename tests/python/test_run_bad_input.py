@@ -133,3 +133,28 @@ def test_a_metric_no_run_reports_stops_tm_run_before_the_first_run(tmp_path, too
     assert not os.path.exists(tmp_path / "out")
     status, out, err = run_main(capsys, path, "-o", tmp_path / "out", "--dry-run")  # the dry run checks it too
     assert status == 2 and "no run reports a metric 'goodput'" in err
+
+
+def test_an_output_that_cannot_be_a_directory_is_one_line(tmp_path, tools, capsys):
+    path = tmp_path / "e.toml"
+    path.write_text(BASE)
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out, message in [(afile, f"tm-run: {afile} exists and is not a directory: use another -o\n"),
+                         (afile / "sub", f"tm-run: cannot create {afile}/sub: Not a directory: use another -o\n"),
+                         ("/proc/tracemod-test/out", "tm-run: cannot create /proc/tracemod-test/out: ")]:
+        status, _, err = run_main(capsys, path, "-o", out)
+        assert status == 2 and err.startswith(message) and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--server", "--port", "99999"], "tm-run: invalid --port '99999': expected a port from 1 to 65535\n"),
+    (["--server", "--param", "server_port=99999"], "tm-run: --param 'server_port' must be from 1 to 65535, not 99999\n"),
+    (["--server", "--param", "sever=1"], "tm-run: --param 'sever' is no parameter of kind command (known: "),
+    (["--server", "--param", "server=true"], "tm-run: --param 'server' must be a string, not True\n"),
+    (["--client", "--param", "client='true'", "--param", "seconds=nan"],
+     "tm-run: --param 'seconds' must be a finite number, not nan\n"),
+])
+def test_workload_command_lines_are_one_line_errors(capsys, argv, message):
+    status, _, err = run_main(capsys, "workload", "command", *argv)
+    assert status == 2 and err.startswith(message) and err.count("\n") == 1, err

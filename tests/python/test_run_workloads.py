@@ -225,6 +225,6 @@ def test_a_once_server_ends_after_one_whole_client_and_not_before(tmp_path, kind
 
 def test_once_is_for_servers_that_know_their_client():
     with pytest.raises(registry.UsageError, match="--once: the command workload's server is your command"):
-        registry.main(["command", "--server", "--once", "--param", "server=true"])
+        registry.main(["command", "--server", "--once", "--param", "server='true'"])
     with pytest.raises(registry.UsageError, match="--once is an option of --server"):
         registry.main(["reqrep", "--client", "--once"])

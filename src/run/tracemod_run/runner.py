@@ -73,7 +73,10 @@ class Runner:
         runs."""
         import fcntl
 
-        self.lock_fd = os.open(os.path.join(self.outdir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.lock_fd = os.open(os.path.join(self.outdir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise UsageError(f"cannot write in {self.outdir}: {e.strerror}: use another -o") from None
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -85,10 +88,13 @@ class Runner:
             self.lock_fd = None
 
     def prepare(self):
-        os.makedirs(self.outdir, exist_ok=True)
+        results.make_directory(self.outdir)
         self.lock_directory()
         try:
             self._prepare()
+        except OSError as e:
+            self.release()
+            raise UsageError(f"cannot write in {self.outdir}: {e.strerror or e}: use another -o") from None
         except BaseException:
             self.release()
             raise

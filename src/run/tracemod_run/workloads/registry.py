@@ -110,14 +110,21 @@ def _param_value(text):
         return text
 
 
-def _server_port(value):
-    """A --param port=... for a server, which validates nothing else; None if not given."""
-    if value is None:
-        return None
+def _given(mod, params):
+    """The parameters a server was given, each checked as [workload] checks it (a server needs none of them, so
+    none is required): a bad one is a usage error, not a traceback when the server uses it."""
+    out = dict(params)
     try:
-        return Param((int,), low=1, high=65535, read=values.port).check("port", value)
+        for key, value in params.items():
+            if key == "kind":
+                continue
+            if key not in mod.PARAMS:
+                raise ConfigError(f"'{key}' is no parameter of kind {params.get('kind')} (known: "
+                                  f"{', '.join(sorted(mod.PARAMS))})")
+            out[key] = mod.PARAMS[key].check(key, value)
     except ConfigError as e:
-        raise UsageError(str(e).replace("[workload] ", "--param ")) from None
+        raise UsageError("--param " + str(e).replace("[workload] ", "")) from None
+    return out
 
 
 def main(argv):
@@ -154,8 +161,9 @@ def main(argv):
     mod = module(args.kind)
     if args.once and not args.server:
         raise UsageError("--once is an option of --server")
-    if args.server:  # a server takes what each client asks for, but reads its own port
-        port = args.port or _server_port(params.get("port")) or mod.DEFAULT_PORT
+    if args.server:  # a server takes what each client asks for, but what it was given must make sense
+        params = _given(mod, params)
+        port = args.port or params.get("port") or mod.DEFAULT_PORT
         mod.serve(params, port, host=args.host, ready_file=args.ready_file, once=args.once)
         return 0
     try:
