@@ -158,3 +158,18 @@ def test_an_output_that_cannot_be_a_directory_is_one_line(tmp_path, tools, capsy
 def test_workload_command_lines_are_one_line_errors(capsys, argv, message):
     status, _, err = run_main(capsys, "workload", "command", *argv)
     assert status == 2 and err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_a_server_that_exited_is_reported_with_its_status_and_stderr(tmp_path):
+    ready = str(tmp_path / "server.ready")
+    (tmp_path / "server.err").write_text("Traceback (most recent call last):\n  ...\nOSError: Address in use\n")
+    (tmp_path / "server.status").write_text("1\n")
+    start = time.monotonic()
+    with pytest.raises(RunError) as e:
+        common.wait_ready(ready, 15)
+    assert str(e.value) == ("the server exited with status 1 before it was ready: Traceback (most recent call "
+                            "last): | ... | OSError: Address in use")
+    assert time.monotonic() - start < 1  # not after the 15 s it would wait for a server that is still starting
+    (tmp_path / "server.err").write_text("")
+    with pytest.raises(RunError, match="status 1 before it was ready: [(]nothing on its stderr[)]$"):
+        common.wait_ready(ready, 15)

@@ -2,7 +2,8 @@
 
     DIR/manifest.json          the experiment, tracemod version, host, every run (see results.write_manifest)
     DIR/experiment.toml        the experiment file as given
-    DIR/runs/NAME/             one run: run.log, stack.err, client.json, server.err, *-N.log.gz (link logs),
+    DIR/runs/NAME/             one run: run.log, stack.err, client.json, server.err, server.status (once the
+                               server has exited: its exit status), *-N.log.gz (link logs),
                                result.json (written last, by rename: a run is finished only when it exists)
 
 A run that fails leaves failed.json instead and is retried when the same command runs again. A run's stack is
@@ -220,7 +221,8 @@ class Runner:
         lines = [l.strip() for l in _tail(os.path.join(rundir, "stack.err")) if l.strip()]
         said = [l for l in lines if l.startswith(("tm-", "tm-run")) and not l.startswith("tm-run workload:")
                 and ": " in l and not l.startswith("Try ")]
-        last = (said or lines or ["(no message)"])[-1]
+        own = [l for l in said if l.startswith("tm-run: ")]  # the client's: what a shell adds is a consequence
+        last = (own or said or lines or ["(no message)"])[-1]
         if status == "timeout":
             return last
         if status == 2 and any(l.startswith("usage: tm-") for l in lines):
