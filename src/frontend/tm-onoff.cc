@@ -77,12 +77,12 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const std::string mode = option_text(vm, "off-mode");
   if (mode != "drop" && mode != "hold") throw UsageError("invalid --off-mode '" + mode + "': expected drop or hold");
   const OnOffQueue::OffMode off_mode = mode == "hold" ? OnOffQueue::OffMode::kHold : OnOffQueue::OffMode::kDrop;
+  const QueueSize hold{read_limit(vm, "hold-packets", LimitKind::kPackets),
+                       read_limit(vm, "hold-bytes", LimitKind::kBytes)};
   for (const char* limit : {"hold-packets", "hold-bytes"})
     if (off_mode != OnOffQueue::OffMode::kHold && !vm[limit].defaulted())
       throw UsageError(std::string("--") + limit + " limits what --off-mode hold holds: with --off-mode " + mode +
                        " nothing is held");
-  const QueueSize hold{read_limit(vm, "hold-packets", LimitKind::kPackets),
-                       read_limit(vm, "hold-bytes", LimitKind::kBytes)};
   const uint64_t seed = read_seed(vm);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = std::string("[onoff") + ((*dirs)[0].given() ? " up" : "") + ((*dirs)[1].given() ? " down" : "") +
