@@ -83,8 +83,7 @@ void LinkLogParser::fail(const std::string& what) const {
 
 Nanos LinkLogParser::time_field(std::string_view text, const char* what) const {
   const Nanos t = parse_millis(text);
-  if (t < 0)
-    fail("bad " + std::string(what) + " " + quote_text(text) + ": expected milliseconds such as 12 or 12.345");
+  if (t < 0) fail("bad " + std::string(what) + " " + quote_text(text) + ": expected milliseconds such as 12 or 12.345");
   return t;
 }
 

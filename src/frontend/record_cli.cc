@@ -146,8 +146,8 @@ ClientConfig client_config(const po::variables_map& vm) {
   c.down = dir != "up";
   if (vm.count("duration")) c.duration = seconds("--duration", get(vm, "duration"), kSecond, kMaxRecording);
   if (vm.count("packet-size"))
-    c.ip_packet_bytes = static_cast<uint32_t>(
-        parse_bytes("--packet-size", get(vm, "packet-size"), kMinPacketBytes, kMaxPacketBytes));
+    c.ip_packet_bytes =
+        static_cast<uint32_t>(parse_bytes("--packet-size", get(vm, "packet-size"), kMinPacketBytes, kMaxPacketBytes));
   fill_window(vm, c.window);
   return c;
 }

@@ -349,11 +349,14 @@ uint64_t trace_lines(const TracePlan& plan) {
 
 void write_trace(const TracePlan& plan, const std::string& path) {
   if (!has_opportunity(plan)) generate_trace(plan, [](uint64_t) {});  // throws before the file is touched
-  if (const uint64_t lines = trace_lines(plan); lines > kMaxTraceLines)
+  if (const uint64_t lines = trace_lines(plan); lines > kMaxTraceLines) {
+    const double line_bytes = static_cast<double>(std::to_string(plan.total_ms).size() + 1);  // at most
     throw UsageError("the trace would have " + std::to_string(lines) + " lines, about " +
-                     size_text(static_cast<double>(lines) * static_cast<double>(std::to_string(plan.total_ms).size() + 1)) +
-                     ": more than " + std::to_string(kMaxTraceLines) + " (about 1 GB); make a shorter one (tm-link "
-                     "loops a trace), or give tm-link a constant rate, which needs none (--uplink-rate)");
+                     size_text(static_cast<double>(lines) * line_bytes) + ": more than " +
+                     std::to_string(kMaxTraceLines) +
+                     " (about 1 GB); make a shorter one (tm-link loops a trace), or give tm-link a constant rate, "
+                     "which needs none (--uplink-rate)");
+  }
   FileDescriptor file;
   if (!path.empty()) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -185,11 +185,13 @@ bool check_header(const std::string& path, const Header& h) {
 void check_echo(const std::string& path, uint64_t n, const Echo& e) {
   if (e.index() > 2) throw bad_entry(path, n, "echo index " + std::to_string(e.index()) + " is not 0, 1 or 2");
   if (e.size() == 0 || e.size() > EchoSocket::kMaxSize)
-    throw bad_entry(path, n, "size " + std::to_string(e.size()) + " is outside 1.." +
-                                 std::to_string(EchoSocket::kMaxSize) + " bytes");
+    throw bad_entry(
+        path, n,
+        "size " + std::to_string(e.size()) + " is outside 1.." + std::to_string(EchoSocket::kMaxSize) + " bytes");
   if (e.send_ns() < 0 || (e.replied() && e.recv_ns() < 0))
-    throw bad_entry(path, n, "a negative time (sent at " + std::to_string(e.send_ns()) + " ns, answered at " +
-                                 std::to_string(e.recv_ns()) + " ns)");
+    throw bad_entry(path, n,
+                    "a negative time (sent at " + std::to_string(e.send_ns()) + " ns, answered at " +
+                        std::to_string(e.recv_ns()) + " ns)");
 }
 
 Record read_record(const std::string& path) {

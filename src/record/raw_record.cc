@@ -33,19 +33,23 @@ struct Arrivals {
 
 void check_packet(const std::string& path, uint64_t n, const Packet& p, Arrivals& a) {
   if (p.send_ns() < 0 || p.recv_ns() < 0)
-    throw bad_entry(path, n, "a negative time (sent at " + std::to_string(p.send_ns()) + " ns, received at " +
-                                 std::to_string(p.recv_ns()) + " ns)");
+    throw bad_entry(path, n,
+                    "a negative time (sent at " + std::to_string(p.send_ns()) + " ns, received at " +
+                        std::to_string(p.recv_ns()) + " ns)");
   if (p.size() == 0 || p.size() > kMaxIpBytes)
-    throw bad_entry(path, n, "size " + std::to_string(p.size()) + " is not that of an IP packet (1 to " +
-                                 std::to_string(kMaxIpBytes) + " bytes)");
+    throw bad_entry(path, n,
+                    "size " + std::to_string(p.size()) + " is not that of an IP packet (1 to " +
+                        std::to_string(kMaxIpBytes) + " bytes)");
   if (!a.any) a = {true, p.recv_ns(), p.recv_ns()};
   if (p.recv_ns() < a.latest - kMaxStepBack)
-    throw bad_entry(path, n, "received " + seconds_text(a.latest - p.recv_ns()) +
-                                 " before an earlier entry: arrivals are recorded in time order (to within " +
-                                 seconds_text(kMaxStepBack) + ")");
+    throw bad_entry(path, n,
+                    "received " + seconds_text(a.latest - p.recv_ns()) +
+                        " before an earlier entry: arrivals are recorded in time order (to within " +
+                        seconds_text(kMaxStepBack) + ")");
   if (p.recv_ns() - a.first > kMaxRecording)
-    throw bad_entry(path, n, "received " + seconds_text(p.recv_ns() - a.first) +
-                                 " after the first arrival: a recording lasts at most " + seconds_text(kMaxRecording));
+    throw bad_entry(path, n,
+                    "received " + seconds_text(p.recv_ns() - a.first) +
+                        " after the first arrival: a recording lasts at most " + seconds_text(kMaxRecording));
   a.latest = std::max(a.latest, p.recv_ns());
 }
 

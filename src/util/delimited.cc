@@ -33,7 +33,8 @@ bool check_raw_header(const std::string& path, const google::protobuf::Message& 
   if (named.empty() && has_unknown_fields(header))
     throw UsageError(path + ": not a " + kind + " (its header holds fields unknown to a " + kind + ")");
   if (version != 1)
-    throw UsageError(path + ": format_version " + std::to_string(version) + " of a " + kind + ": only version 1 is known");
+    throw UsageError(path + ": format_version " + std::to_string(version) + " of a " + kind +
+                     ": only version 1 is known");
   return named.empty();
 }
 

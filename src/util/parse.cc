@@ -115,7 +115,8 @@ Nanos duration_in(std::string_view text, Nanos bare_unit, Nanos min, Nanos max) 
   const Wide scale = u ? u->scale : static_cast<Wide>(bare_unit);
   if (d.digits == 0 || scale == 0 || (!u && !unit.empty()))
     throw UsageError(no_exponent(text, d) + "expected a duration" +
-                     (bare_unit ? " (a unit is optional)" : " and a unit") + ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
+                     (bare_unit ? " (a unit is optional)" : " and a unit") +
+                     ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
   if (d.too_long()) throw OutOfRange("more than 19 digits");
   const Wide ns = (d.mantissa * scale + d.scale - 1) / d.scale;  // rounded up: never shorter than asked
   if (ns > static_cast<Wide>(max)) throw OutOfRange("longer than the largest allowed, " + format_duration(max));

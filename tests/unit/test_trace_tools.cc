@@ -129,9 +129,10 @@ TEST(TraceToolsMake, TheLinesAreCountedBeforeAnyIsWritten) {
   const TracePlan huge = plan({{kMaxRate, DeliveryTrace::kMaxMillis}});
   EXPECT_EQ(trace_lines(huge), 357913941250000u);
   const std::string path = "/tmp/tm-trace-test-huge-" + std::to_string(getpid());
-  EXPECT_EQ(usage_error([&] { write_trace(huge, path); }).rfind("the trace would have 357913941250000 lines, about "
-                                                                 "3.94 PB: more than 100000000 (about 1 GB); ", 0),
-            0u);
+  const std::string why = usage_error([&] { write_trace(huge, path); });
+  EXPECT_EQ(
+      why.rfind("the trace would have 357913941250000 lines, about 3.94 PB: more than 100000000 (about 1 GB); ", 0), 0u)
+      << why;
   EXPECT_NE(access(path.c_str(), F_OK), 0);
 }
 
