@@ -83,15 +83,14 @@ void LinkLogParser::fail(const std::string& what) const {
 
 Nanos LinkLogParser::time_field(std::string_view text, const char* what) const {
   const Nanos t = parse_millis(text);
-  if (t < 0)
-    fail("bad " + std::string(what) + " '" + std::string(text) + "': expected milliseconds such as 12 or 12.345");
+  if (t < 0) fail("bad " + std::string(what) + " " + quote_text(text) + ": expected milliseconds such as 12 or 12.345");
   return t;
 }
 
 uint64_t LinkLogParser::count_field(std::string_view text, const char* what) const {
   uint64_t v = 0;
   const bool digits = !text.empty() && text.size() <= 18 && std::all_of(text.begin(), text.end(), is_digit);
-  if (!digits) fail("bad " + std::string(what) + " '" + std::string(text) + "': expected a whole number");
+  if (!digits) fail("bad " + std::string(what) + " " + quote_text(text) + ": expected a whole number");
   for (char c : text) v = v * 10 + static_cast<uint64_t>(c - '0');
   return v;
 }
@@ -120,7 +119,7 @@ bool LinkLogParser::parse(std::string_view line, LogEvent& event) {
     fail("expected 'TIME # BYTES', 'TIME + SIZE', 'TIME - SIZE QDELAY' or 'TIME d PACKETS BYTES'");
   const char kind = f[1][0];
   if (kind != '#' && kind != '+' && kind != '-' && kind != 'd')
-    fail("unknown event '" + std::string(f[1]) + "' (expected #, +, - or d)");
+    fail("unknown event " + quote_text(f[1]) + " (expected #, +, - or d)");
   const size_t want = kind == '-' || kind == 'd' ? 4 : 3;
   if (n != want) fail(std::string(n < want ? "too few" : "too many") + " fields: expected '" + event_shape(kind) + "'");
   if (base_line_ == 0) fail("event before the '# base timestamp:' line");

@@ -203,7 +203,12 @@ Distribution parse_distribution(const std::string& option, const std::string& te
   if (name == "const") return Distribution::constant(time(1));
   if (name == "normal") return Distribution::normal(time(1), time(2));
   if (name == "pareto") {
-    const double alpha = parse_number(option + " (pareto shape)", f[2], 1.000001, 1000, "a shape");
+    // Not parse_number's "from LOW to HIGH": a shape of 1 has no mean, yet 1.000001 does.
+    const std::string why = "invalid " + option + " (pareto shape) " + quote_text(f[2]) +
+                            ": expected a shape above 1 (a Pareto of shape 1 or less has no mean), at most 1000";
+    double alpha = 0;
+    if (!parse_double(f[2], alpha)) throw UsageError(why);
+    if (!(alpha > 1 && alpha <= 1000)) throw OutOfRange(why);
     return Distribution::pareto(time(1), alpha);
   }
   const double low = time(1), high = time(2);
@@ -221,7 +226,7 @@ std::vector<double> read_samples(const std::string& path) {
     while (words >> word) {
       double x = 0;
       if (!parse_double(word, x))
-        throw UsageError(path + ":" + std::to_string(number) + ": '" + word.substr(0, 40) + "' is not a number");
+        throw UsageError(path + ":" + std::to_string(number) + ": " + quote_text(word) + " is not a number");
       if (samples.size() == kMaxSamples)
         throw UsageError(path + ":" + std::to_string(number) + ": more than 10000000 samples");
       samples.push_back(x);

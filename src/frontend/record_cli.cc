@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "link/trace.hh"
+#include "record/raw_record.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 
@@ -35,6 +36,8 @@ std::string get(const po::variables_map& vm, const char* name) {
 }
 
 void fill_common(const po::variables_map& vm, CommonConfig& c) {
+  if (vm.count("token") && vm.count("token-file"))
+    throw UsageError("--token and --token-file exclude each other: give the secret one way");
   c.token = get(vm, "token");
   if (vm.count("token-file")) {
     std::ifstream f(get(vm, "token-file"));
@@ -141,9 +144,10 @@ ClientConfig client_config(const po::variables_map& vm) {
     throw UsageError("invalid --direction '" + dir + "': expected up, down or both");
   c.up = dir != "down";
   c.down = dir != "up";
-  if (vm.count("duration")) c.duration = seconds("--duration", get(vm, "duration"), kSecond, 86400 * kSecond);
+  if (vm.count("duration")) c.duration = seconds("--duration", get(vm, "duration"), kSecond, kMaxRecording);
   if (vm.count("packet-size"))
-    c.ip_packet_bytes = static_cast<uint32_t>(parse_bytes("--packet-size", get(vm, "packet-size"), 128, 9000));
+    c.ip_packet_bytes =
+        static_cast<uint32_t>(parse_bytes("--packet-size", get(vm, "packet-size"), kMinPacketBytes, kMaxPacketBytes));
   fill_window(vm, c.window);
   return c;
 }

@@ -1,7 +1,12 @@
 // tm-link: a trace-driven link per direction (Mahimahi delivery traces, read unchanged, or a constant rate),
 // with a queue discipline and an optional Mahimahi-format log per direction.
+#include <sys/stat.h>
+
 #include <array>
+#include <cstdlib>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "config.h"
 #include "frontend/tool.hh"
@@ -80,7 +85,42 @@ void check_shared_medium(const po::variables_map& vm) {
     throw UsageError("--shared-medium: the shared link's queue is --uplink-queue; --downlink-queue has no meaning");
 }
 
+// What tells two names of one file apart from two files: its device and inode if it exists, else the canonical
+// name its directory gives it (a log not yet written).
+std::string file_key(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  char* real = ::realpath(dir.c_str(), nullptr);
+  const std::string key = "name " + (real ? std::string(real) : dir) + "/" + path.substr(slash + 1);
+  std::free(real);
+  return key;
+}
+
+// Refuses a log that another log or a trace of the command line also names: both directions would write one
+// file (one of them lost), or the log would overwrite a trace before it is read.
+void check_log_files(const po::variables_map& vm) {
+  struct File {
+    std::string key, named, why;
+  };
+  std::vector<File> files;
+  for (const char* dir : {"uplink", "downlink"})
+    if (const std::string trace = option_text(vm, std::string(dir) + "-trace"); !trace.empty())
+      files.push_back({file_key(DeliveryTrace::find(trace)), std::string("names the ") + dir + " trace",
+                       "the log would overwrite it"});
+  for (const char* dir : {"uplink", "downlink"}) {
+    const std::string option = std::string("--") + dir + "-log", log = option_text(vm, option.substr(2));
+    if (log.empty()) continue;
+    const std::string key = file_key(log);
+    for (const File& f : files)
+      if (f.key == key) throw UsageError(option + " '" + log + "' " + f.named + ": " + f.why);
+    files.push_back({key, "names the same file as " + option, "each direction needs a log of its own"});
+  }
+}
+
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
+  check_log_files(vm);
   const uint64_t seed = read_seed(vm);
   const LinkLog::Format format = log_format(option_text(vm, "log-format"));
   const bool shared = vm.count("shared-medium") > 0;

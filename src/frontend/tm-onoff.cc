@@ -33,6 +33,9 @@ Direction read_direction(const po::variables_map& vm, const std::string& dir) {
   const bool mahimahi = option_text(vm, "direction") == dir;
   const std::string on = "--" + dir + "-on", off = "--" + dir + "-off";
   const std::string schedule = direction_option(vm, dir, "schedule");
+  if (vm.count("schedule") && vm.count(dir + "-schedule"))
+    throw UsageError("--schedule (both directions) and --" + dir + "-schedule (one) exclude each other: give " +
+                     "--uplink-schedule and --downlink-schedule to follow two files");
   const int forms = mahimahi + (vm.count(dir + "-on") || vm.count(dir + "-off")) + !schedule.empty();
   if (forms > 1) throw UsageError(dir + ": give one of MEAN_ON MEAN_OFF, " + on + "/" + off + ", or a schedule file");
   if (mahimahi) {
@@ -76,6 +79,10 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const OnOffQueue::OffMode off_mode = mode == "hold" ? OnOffQueue::OffMode::kHold : OnOffQueue::OffMode::kDrop;
   const QueueSize hold{read_limit(vm, "hold-packets", LimitKind::kPackets),
                        read_limit(vm, "hold-bytes", LimitKind::kBytes)};
+  for (const char* limit : {"hold-packets", "hold-bytes"})
+    if (off_mode != OnOffQueue::OffMode::kHold && !vm[limit].defaulted())
+      throw UsageError(std::string("--") + limit + " limits what --off-mode hold holds: with --off-mode " + mode +
+                       " nothing is held");
   const uint64_t seed = read_seed(vm);
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = std::string("[onoff") + ((*dirs)[0].given() ? " up" : "") + ((*dirs)[1].given() ? " down" : "") +

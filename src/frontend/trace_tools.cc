@@ -79,6 +79,16 @@ bool has_opportunity(const TracePlan& plan) {
   return false;
 }
 
+// "3.9 PB": about BYTES, in the largest decimal unit below it.
+std::string size_text(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+  size_t u = 0;
+  for (; bytes >= 1000 && u + 1 < std::size(units); ++u) bytes /= 1000;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", bytes, units[u]);
+  return buf;
+}
+
 // Opportunities of PLAN, stalls aside, at times in (from, to]: within a segment at rate r starting at S,
 // opportunity i falls at or before S + x exactly when i <= x r / 12000000.
 uint64_t opportunities_between(const TracePlan& plan, uint64_t from, uint64_t to) {
@@ -320,8 +330,33 @@ void generate_trace(const TracePlan& plan, const std::function<void(uint64_t ms)
   emit(plan.total_ms);
 }
 
+uint64_t trace_lines(const TracePlan& plan) {
+  uint64_t cycle_ms = 0, per_cycle = 0;
+  for (const RateSegment& s : plan.pattern) {
+    cycle_ms += s.ms;
+    per_cycle += segment_opportunities(s.bits_per_second, s.ms);
+  }
+  const uint64_t cycles = plan.total_ms / cycle_ms;
+  Wide n = Wide{per_cycle} * cycles;
+  uint64_t left = plan.total_ms - cycles * cycle_ms;  // of the last, cut cycle
+  for (const RateSegment& s : plan.pattern) {
+    const uint64_t len = std::min(s.ms, left);
+    n += segment_opportunities(s.bits_per_second, len);
+    left -= len;
+  }
+  return n > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(n);
+}
+
 void write_trace(const TracePlan& plan, const std::string& path) {
   if (!has_opportunity(plan)) generate_trace(plan, [](uint64_t) {});  // throws before the file is touched
+  if (const uint64_t lines = trace_lines(plan); lines > kMaxTraceLines) {
+    const double line_bytes = static_cast<double>(std::to_string(plan.total_ms).size() + 1);  // at most
+    throw UsageError("the trace would have " + std::to_string(lines) + " lines, about " +
+                     size_text(static_cast<double>(lines) * line_bytes) + ": more than " +
+                     std::to_string(kMaxTraceLines) +
+                     " (about 1 GB); make a shorter one (tm-link loops a trace), or give tm-link a constant rate, "
+                     "which needs none (--uplink-rate)");
+  }
   FileDescriptor file;
   if (!path.empty()) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

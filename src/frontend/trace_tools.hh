@@ -66,8 +66,14 @@ std::vector<Stall> plan_stalls(const TracePlan& plan);
 // computed). Throws UsageError if PLAN has none.
 void generate_trace(const TracePlan& plan, const std::function<void(uint64_t ms)>& emit);
 
+// The lines of PLAN's trace, one per opportunity (stalls move opportunities, never add or drop any).
+uint64_t trace_lines(const TracePlan& plan);
+
 // generate_trace() written as text to PATH (created or truncated), or to standard output if PATH is empty.
-// A plan without opportunities throws UsageError before PATH is touched; failing to write throws Error.
+// A plan without opportunities, or with more than kMaxTraceLines (about a gigabyte of text: rates and durations
+// each within their bounds can ask for petabytes), throws UsageError before PATH is touched; failing to write
+// throws Error.
+constexpr uint64_t kMaxTraceLines = 100000000;
 void write_trace(const TracePlan& plan, const std::string& path);
 
 // The mean rate of N opportunities spread over MS milliseconds.

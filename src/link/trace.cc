@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -51,23 +50,6 @@ uint64_t get_run(const uint8_t*& p, uint64_t& ms) {
   uint64_t count = (head & 7) + 1;
   if (count == kInlineCounts) count += get_varint(p);
   return count;
-}
-
-// The text of a bad line for an error message: short, on one line, non-printable bytes as \xNN.
-std::string quote(std::string_view text) {
-  std::string out = "'";
-  for (size_t i = 0; i < text.size() && i < kQuoteMax; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (std::isprint(c)) {
-      out += static_cast<char>(c);
-    } else {
-      static const char hex[] = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out + (text.size() > kQuoteMax ? "...'" : "'");
 }
 
 bool is_digit(char c) {
@@ -129,10 +111,10 @@ class TraceBuilder {
     }
     if (i < text.size()) {
       if (text.back() == '\r') fail("CRLF line ending (a Windows text file?): convert it with dos2unix");
-      fail("not an unsigned integer: " + quote(text));
+      fail("not an unsigned integer: " + quote_text(text, kQuoteMax));
     }
     if (ms > DeliveryTrace::kMaxMillis)
-      fail(quote(text) + " is too large: at most " + std::to_string(DeliveryTrace::kMaxMillis) + " ms");
+      fail(quote_text(text, kQuoteMax) + " is too large: at most " + std::to_string(DeliveryTrace::kMaxMillis) + " ms");
     add(ms);
   }
 

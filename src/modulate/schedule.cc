@@ -41,7 +41,7 @@ double cost_of_rate(const std::string& key, const std::string& value) {
 Outage parse_off(const std::string& value) {
   if (value == "drop") return Outage::kDrop;
   if (value == "hold") return Outage::kHold;
-  throw UsageError("invalid off '" + value + "': expected off, off=drop or off=hold");
+  throw UsageError("invalid off " + quote_text(value) + ": expected off, off=drop or off=hold");
 }
 
 // One key=value of a keyed line, into S.
@@ -60,7 +60,7 @@ void apply_key(State& s, const std::string& key, const std::string& value) {
   else if (key == "off")
     s.off = parse_off(value);
   else
-    throw UsageError("unknown key '" + key + "': expected " + kKeys);
+    throw UsageError("unknown key " + quote_text(key) + ": expected " + kKeys);
 }
 
 // "DURATION [key=value...] [off]", on top of the state before (PREVIOUS).

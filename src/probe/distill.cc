@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "probe/probe.pb.h"
+#include "probe/prober.hh"
 #include "util/delimited.hh"
 #include "util/error.hh"
+#include "util/parse.hh"
 
 namespace tracemod::probe {
 namespace {
@@ -129,7 +131,12 @@ Distilled distill(std::vector<EchoRecord> echoes, const DistillConfig& c) {
     throw UsageError("no triplet with all three echoes answered and a valid solution: nothing to estimate delays from");
   std::sort(es.begin(), es.end(), [](const Estimate& x, const Estimate& y) { return x.at < y.at; });
   const Nanos t0 = echoes.front().send;
-  const size_t steps = static_cast<size_t>((echoes.back().send - t0) / c.step) + 1;
+  const uint64_t steps = static_cast<uint64_t>((echoes.back().send - t0) / c.step) + 1;
+  if (steps > kMaxWindows)
+    throw UsageError("the echoes span " + format_ms(echoes.back().send - t0) + " ms (sent from " + format_ms(t0) +
+                     " to " + format_ms(echoes.back().send) + " ms of CLOCK_MONOTONIC): " + std::to_string(steps) +
+                     " windows of " + format_ms(c.step) + " ms, more than " + std::to_string(kMaxWindows) +
+                     " (a longer --step makes fewer)");
   size_t first_estimate = 0, first_echo = 0, leading_empty = 0;
   for (size_t i = 0; i < steps; ++i) {
     const Nanos center = t0 + static_cast<Nanos>(i) * c.step + c.step / 2;
@@ -161,20 +168,56 @@ struct Record {
   bool ended = false;
 };
 
+// True if the header named no format (an older record: every entry is then checked for unknown fields).
+bool check_header(const std::string& path, const Header& h) {
+  const bool strict = check_raw_header(path, h, h.kind(), h.format_version(), kRawRecordKind);
+  if (h.method() != "icmp-ping-socket" && h.method() != "icmp-raw-socket" && h.method() != "udp")
+    throw UsageError(path + ": the header's method " + quote_text(h.method()) +
+                     " is none of icmp-ping-socket, icmp-raw-socket and udp");
+  if (h.small_bytes() == 0 || h.small_bytes() >= h.large_bytes() || h.large_bytes() > EchoSocket::kMaxSize)
+    throw UsageError(path + ": the header's sizes " + std::to_string(h.small_bytes()) + " and " +
+                     std::to_string(h.large_bytes()) + " are not S1 < S2 <= " + std::to_string(EchoSocket::kMaxSize));
+  if (h.interval_ns() <= 0 || h.timeout_ns() <= 0)
+    throw UsageError(path + ": the header's interval and timeout are not both positive");
+  return strict;
+}
+
+void check_echo(const std::string& path, uint64_t n, const Echo& e) {
+  if (e.index() > 2) throw bad_entry(path, n, "echo index " + std::to_string(e.index()) + " is not 0, 1 or 2");
+  if (e.size() == 0 || e.size() > EchoSocket::kMaxSize)
+    throw bad_entry(
+        path, n,
+        "size " + std::to_string(e.size()) + " is outside 1.." + std::to_string(EchoSocket::kMaxSize) + " bytes");
+  if (e.send_ns() < 0 || (e.replied() && e.recv_ns() < 0))
+    throw bad_entry(path, n,
+                    "a negative time (sent at " + std::to_string(e.send_ns()) + " ns, answered at " +
+                        std::to_string(e.recv_ns()) + " ns)");
+}
+
 Record read_record(const std::string& path) {
   if (access(path.c_str(), R_OK) != 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
   Record r;
   ProbeEntry entry;
+  bool strict = false;
+  const std::string no_header = path + ": not a " + kRawRecordKind + " (no header)";
   const uint64_t n = read_delimited(path, entry, "tm-probe raw entry", [&](uint64_t i) {
-    if (i == 1 && !entry.has_header()) throw UsageError(path + ": not a tm-probe raw record (no header)");
-    if (entry.has_header()) r.header = entry.header();
+    if (i == 1) {
+      if (!entry.has_header()) throw UsageError(no_header);
+      strict = check_header(path, entry.header());
+      r.header = entry.header();
+    } else if (entry.has_header()) {
+      throw bad_entry(path, i, "a second header");
+    }
+    if (entry.entry_case() == ProbeEntry::ENTRY_NOT_SET) throw bad_entry(path, i, "neither an echo nor a footer");
+    if (strict && has_unknown_fields(entry)) throw bad_entry(path, i, "fields unknown to a tm-probe raw entry");
     if (entry.has_footer()) r.ended = true;
     if (!entry.has_echo()) return;
     const Echo& e = entry.echo();
+    check_echo(path, i, e);
     r.echoes.push_back(
         {e.seq(), e.triplet(), e.index(), e.size(), e.send_ns(), e.recv_ns(), e.replied(), e.send_kernel()});
   });
-  if (n == 0) throw UsageError(path + ": not a tm-probe raw record (no header)");
+  if (n == 0) throw UsageError(no_header);
   return r;
 }
 

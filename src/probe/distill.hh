@@ -47,9 +47,15 @@ struct Distilled {
   uint64_t triplets = 0, complete = 0, corrected = 0, unusable = 0, empty_windows = 0;
 };
 
-// Throws UsageError if no triplet is complete (nothing to estimate delays from).
+// Throws UsageError if no triplet is complete (nothing to estimate delays from), or if the echoes span more than
+// kMaxWindows steps (checked before any window is made).
+constexpr uint64_t kMaxWindows = 4000000;  // above 1000 hours (tm-probe's longest --duration) of 1 s steps
 Distilled distill(std::vector<EchoRecord> echoes, const DistillConfig& config);
 
+// Reading the raw record at RAW (both functions below) refuses, with UsageError("RAW: why") or ("RAW: entry N:
+// why"), what a prober does not write: another format (a tm-record record: check_raw_header), a format_version
+// other than 1, an unknown method, sizes out of bounds, a negative time, an echo index above 2.
+//
 // Reads the raw record at RAW, distills it and writes the schedule to OUT with a header naming the record, its
 // sizes and the window. Returns the summary (windows, corrected triplets, mean and percentiles of F, 1/Vb, L).
 std::string distill_file(const std::string& raw, const std::string& out, const DistillConfig& config);

@@ -185,6 +185,7 @@ std::string run_probe(const ProbeConfig& c) {
   ProbeEntry entry;
   Header* h = entry.mutable_header();
   h->set_format_version(1);
+  h->set_kind(kRawRecordKind);
   h->set_tool_version(PACKAGE_VERSION);
   h->set_target(c.target);
   h->set_address(c.address.text());

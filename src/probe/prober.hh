@@ -9,6 +9,9 @@
 
 namespace tracemod::probe {
 
+// What a raw record's header calls it (Header.kind).
+constexpr char kRawRecordKind[] = "tm-probe raw record";
+
 struct ProbeConfig {
   std::string target;             // as the user gave it
   SocketAddress address;  // what it resolved to (the port only for UDP)

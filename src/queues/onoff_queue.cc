@@ -65,7 +65,7 @@ std::vector<FileOnOff::Event> FileOnOff::load(const std::string& path) {
     try {
       at = parse_duration(time, 1000 * kMillisecond);
     } catch (const UsageError& e) {
-      throw UsageError(where + ": invalid time '" + time.substr(0, 40) + "': " + e.what());
+      throw UsageError(where + ": invalid time " + quote_text(time) + ": " + e.what());
     }
     if (!events.empty() && at < events.back().at) throw UsageError(where + ": time goes back (" + time + ")");
     if ((state == "on") == on)

@@ -56,7 +56,8 @@ std::string distill(const std::string& raw_path, const std::string& prefix) {
 
   TraceWriter trace(prefix);
   SeriesFile delay(prefix + ".delay"), loss(prefix + ".loss");
-  std::map<int64_t, std::pair<uint64_t, int64_t>> per_second;  // arrivals, losses
+  // Arrivals, losses per second: read_raw holds the arrivals to kMaxRecording, so a day's seconds at most.
+  std::map<int64_t, std::pair<uint64_t, int64_t>> per_second;
   ArrivalStats stats;
   read_raw(raw_path, [&](const RawEntry& e) {
     if (!e.has_packet()) return;
@@ -65,7 +66,8 @@ std::string distill(const std::string& raw_path, const std::string& prefix) {
     bool late = false;
     stats.add(p.seq(), p.send_ns(), p.recv_ns(), p.size(), &lost_before, &late);
     trace.add(p.recv_ns());
-    const Nanos since = p.recv_ns() - stats.first();
+    // An arrival recorded out of order (read_raw allows kMaxStepBack) counts at the latest time, as in the trace.
+    const Nanos since = stats.last() - stats.first();
     std::fprintf(delay.get(), "%.3f %.3f\n", static_cast<double>(since) / 1e6,
                  static_cast<double>(p.recv_ns() - p.send_ns() - min_owd) / 1e6);
     auto& second = per_second[since / (1000 * kMillisecond)];

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "record/raw_record.hh"
 #include "record/wire.hh"
 #include "util/error.hh"
 
@@ -45,7 +46,12 @@ std::string check_hello(const Hello& hello, const std::string& token) {
   if (!same_token(hello.token(), token)) return "wrong token";
   if (!hello.record_up() && !hello.record_down()) return "no direction to record";
   const uint32_t bytes = hello.ip_packet_bytes();
-  if (bytes < 128 || bytes > 9000) return "packet size " + std::to_string(bytes) + " outside 128..9000";
+  if (bytes < kMinPacketBytes || bytes > kMaxPacketBytes)
+    return "packet size " + std::to_string(bytes) + " outside " + std::to_string(kMinPacketBytes) + ".." +
+           std::to_string(kMaxPacketBytes);
+  if (hello.duration_ns() <= 0 || hello.duration_ns() > kMaxRecording)  // a reader refuses a longer record
+    return "duration " + std::to_string(hello.duration_ns()) + " ns outside 1 ns.." + std::to_string(kMaxRecording) +
+           " ns";
   const WindowSettings& w = hello.window();
   if (w.min_window() < 1 || w.min_window() > w.max_window() || w.low_delay_ns() > w.high_delay_ns())
     return "inconsistent window settings";

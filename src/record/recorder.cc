@@ -1,5 +1,6 @@
 #include "record/recorder.hh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -48,7 +49,7 @@ void ArrivalStats::add(uint64_t seq, Nanos send, Nanos recv, uint32_t size, uint
   const DryQueue::Arrival arrival = dry_.add(send, recv);
   shortfall_.add(recv, arrival);
   if (packets_ == 0) first_ = recv;
-  last_ = recv;
+  last_ = packets_ == 0 ? recv : std::max(last_, recv);
   last_qdelay_ = arrival.qdelay;
   delays_.add(last_qdelay_);
   ++packets_;
@@ -62,6 +63,7 @@ Recorder::Recorder(const RecorderOptions& options)
   RawEntry entry;
   Header* h = entry.mutable_header();
   h->set_format_version(1);
+  h->set_kind(kRawRecordKind);
   h->set_tool_version(options.tool_version);
   h->set_direction(direction());
   h->set_ip_packet_bytes(options.ip_packet_bytes);

@@ -38,7 +38,7 @@ class ArrivalStats {
   uint64_t expected() const { return packets_ + lost_; }
   uint64_t bytes() const { return bytes_; }
   Nanos first() const { return first_; }
-  Nanos last() const { return last_; }
+  Nanos last() const { return last_; }  // the latest arrival (one recorded out of order does not move it back)
   Nanos queueing_delay() const { return last_qdelay_; }  // of the latest arrival, against the smallest OWD
   const DelayHistogram& delays() const { return delays_; }
   const ShortfallEstimate& shortfall() const { return shortfall_; }

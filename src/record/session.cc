@@ -62,7 +62,7 @@ Nanos receive_time(msghdr& h, Nanos offset, Nanos now) {
     timespec ts;
     std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
     const Nanos t = static_cast<Nanos>(ts.tv_sec) * kSecond + ts.tv_nsec + offset;
-    return std::clamp(t, now - kSecond, now);
+    return std::clamp(t, now - kMaxStepBack, now);  // a reader allows an arrival this far out of order
   }
   return now;
 }

@@ -1,8 +1,10 @@
 // Errors the user reads: "what was attempted: why". Tools catch them at the top of main.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tracemod {
 
@@ -23,5 +25,9 @@ long check_syscall(const std::string& what, long ret);
 
 // "WHAT: strerror(err)" for an explicit errno value.
 [[noreturn]] void throw_errno(const std::string& what, int err);
+
+// TEXT as an error message quotes what a file or a user wrote: in single quotes, at most MAX bytes of it, each
+// byte that is not printable ASCII as \xNN (so a binary file's bytes never reach the terminal), "..." if cut.
+std::string quote_text(std::string_view text, size_t max = 40);
 
 }  // namespace tracemod

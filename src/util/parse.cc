@@ -54,6 +54,20 @@ Decimal leading_decimal(std::string_view text) {
   return d;
 }
 
+// Whether TEXT goes on after D's digits with an exponent ("1e30bit", "2E-3s"): the grammar has none, and an error
+// saying "expected a number" would puzzle whoever wrote one, so such errors say so.
+bool exponent_after(std::string_view text, const Decimal& d) {
+  size_t i = d.used;
+  if (d.digits == 0 || i >= text.size() || (text[i] != 'e' && text[i] != 'E')) return false;
+  if (++i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  return i < text.size() && text[i] >= '0' && text[i] <= '9';
+}
+
+// "an exponent is not allowed: " where exponent_after(TEXT, D), to go before what was expected.
+std::string no_exponent(std::string_view text, const Decimal& d) {
+  return exponent_after(text, d) ? "an exponent is not allowed: " : "";
+}
+
 // Throws E again with MESSAGE, keeping its class (OutOfRange or a plain UsageError).
 [[noreturn]] void rethrow(const UsageError& e, const std::string& message) {
   if (dynamic_cast<const OutOfRange*>(&e)) throw OutOfRange(message);
@@ -100,7 +114,8 @@ Nanos duration_in(std::string_view text, Nanos bare_unit, Nanos min, Nanos max) 
   const Unit* u = unit.empty() ? nullptr : find_unit(kTimeUnits, unit);
   const Wide scale = u ? u->scale : static_cast<Wide>(bare_unit);
   if (d.digits == 0 || scale == 0 || (!u && !unit.empty()))
-    throw UsageError(std::string("expected a duration") + (bare_unit ? " (a unit is optional)" : " and a unit") +
+    throw UsageError(no_exponent(text, d) + "expected a duration" +
+                     (bare_unit ? " (a unit is optional)" : " and a unit") +
                      ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)");
   if (d.too_long()) throw OutOfRange("more than 19 digits");
   const Wide ns = (d.mantissa * scale + d.scale - 1) / d.scale;  // rounded up: never shorter than asked
@@ -172,8 +187,8 @@ uint64_t parse_rate(std::string_view text) {
   const Decimal d = leading_decimal(text);
   const Unit* u = find_unit(kRateUnits, lower(text.substr(d.used)));
   if (d.digits == 0 || !u)
-    throw UsageError("invalid rate " + quoted(text) +
-                     ": expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
+    throw UsageError("invalid rate " + quoted(text) + ": " + no_exponent(text, d) +
+                     "expected a number and a unit: bit, kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)");
   if (d.too_long()) throw OutOfRange("invalid rate " + quoted(text) + ": more than 19 digits");
   const Wide bits = (d.mantissa * u->scale + d.scale / 2) / d.scale;  // to the nearest bit/s
   if (bits == 0) throw OutOfRange("invalid rate " + quoted(text) + ": must be at least 1 bit/s");
@@ -246,8 +261,9 @@ uint16_t parse_port(const std::string& option, std::string_view text) {
 }
 
 uint64_t parse_bytes(std::string_view text, uint64_t low, uint64_t high) {
-  const std::string why = "expected bytes" + range_text(low, high) + ", a unit optional: B, kB, KiB, MB or MiB";
   const Decimal d = leading_decimal(text);
+  const std::string why =
+      no_exponent(text, d) + "expected bytes" + range_text(low, high) + ", a unit optional: B, kB, KiB, MB or MiB";
   const uint64_t scale = limit_scale(lower(text.substr(d.used)), LimitKind::kBytes);
   if (!d.whole() || scale == 0) throw UsageError(why);
   return scaled_whole(d, scale, low, high, why);

@@ -271,6 +271,17 @@ def test_bad_input_one_line_and_status_2(root, public_tmp):
     assert r.returncode == 2 and "invalid --shard '3/2'" in r.stderr
 
 
+def test_a_server_that_exits_is_reported_at_once_with_its_status_and_stderr(root, public_tmp):
+    exp = write(public_tmp, "srv.toml", 'name = "srv"\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "command"\n'
+                'client = "true"\nserver = "echo cannot bind >&2; exit 3"\nserver_port = 8000\nseconds = 1\n')
+    start = time.monotonic()
+    r = root.run(tm_run(exp, "-o", public_tmp / "srv", "-q"), timeout=60)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stdout == ("run default/r1 failed: exit status 1: tm-run: the server exited with status 1 before it was "
+                        "ready: cannot bind | tm-run: the server exited with status 3 before listening on port 8000\n")
+    assert time.monotonic() - start < 10  # not "did not become ready within 15 s"
+
+
 def test_violated_assertions_exit_1_one_line_each(root, public_tmp):
     exp = write(public_tmp, "gate.toml", 'name = "gate"\nreplications = 2\nwarmup = 1\n[[shell]]\nrun = "tm-delay 5"\n'
                 '[workload]\nkind = "command"\nclient = "echo value=3"\nseconds = 1\n'

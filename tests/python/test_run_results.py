@@ -168,4 +168,4 @@ def test_a_missing_tool_stops_everything_before_any_run(tmp_path, monkeypatch):
     exp = experiment.parse(text, str(path))
     with pytest.raises(UsageError, match="tm-nonexistent: no such tool next to tm-run or on PATH"):
         runner.Runner(exp, str(tmp_path / "out"), quiet=True).run_all()
-    assert os.listdir(tmp_path / "out" / "runs") == []
+    assert not os.path.exists(tmp_path / "out")  # checked before the results directory is made

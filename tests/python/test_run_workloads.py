@@ -29,6 +29,14 @@ def server(tmp_path):
     return start
 
 
+def assert_declared(params, res):
+    """RES reports only metrics and samples registry.outputs(PARAMS) declares (what tm-run checks an experiment's
+    [[assert]] and [plot] against before the first run)."""
+    metrics, samples = registry.outputs(params)
+    assert set(res["metrics"]) <= metrics, set(res["metrics"]) - metrics
+    assert set(res["samples"]) <= samples, set(res["samples"]) - samples
+
+
 def test_tcp_info_fields_at_their_offsets():
     listener = socket.create_server(("127.0.0.1", 0))
     client = socket.create_connection(listener.getsockname())
@@ -52,6 +60,7 @@ def test_bulk_bytes_both_ways_and_flows(server):
     port = server(bulk)
     params = registry.validate({"kind": "bulk", "bytes": 300000, "direction": "both", "flows": 2})
     res = bulk.run_client(params, "127.0.0.1", port, 1)
+    assert_declared(params, res)
     m = res["metrics"]
     assert m["bytes_down"] == m["bytes_up"] == 600000
     assert 0 < m["jain_index_down"] <= 1 and m["goodput_mbps_up"] > 0
@@ -61,7 +70,10 @@ def test_bulk_bytes_both_ways_and_flows(server):
 
 def test_maxrate_on_loopback_reports_both_rates(server):
     port = server(bulk)
-    res = maxrate.run_client(registry.validate({"kind": "maxrate", "seconds": 0.3}), "127.0.0.1", port, 1)
+    params = registry.validate({"kind": "maxrate", "seconds": 0.3})
+    res = maxrate.run_client(params, "127.0.0.1", port, 1)
+    assert_declared(params, res)
+    assert registry.outputs(params)[0] >= set(registry.headline(params))
     m = res["metrics"]
     assert m["maxrate_mbps"] > 0 and m["maxrate_wire_mbps"] >= m["maxrate_mbps"]
 
@@ -70,6 +82,7 @@ def test_reqrep_counts_every_exchange(server):
     port = server(reqrep)
     params = registry.validate({"kind": "reqrep", "pairs": [[1, 1], [100, 5000]], "count": 7, "connects": 3})
     res = reqrep.run_client(params, "127.0.0.1", port, 5)
+    assert_declared(params, res)
     assert len(res["samples"]["rtt_ms_1x1"]) == len(res["samples"]["rtt_ms_100x5000"]) == 7
     assert len(res["samples"]["connect_ms"]) == 3
     assert res["metrics"]["rtt_ms_min_1x1"] <= res["metrics"]["rtt_ms_p50_1x1"] <= res["metrics"]["rtt_ms_max_1x1"]
@@ -83,6 +96,7 @@ def test_web_sessions_pages_and_files(server, connection):
     params = registry.validate({"kind": "web", "seconds": 0.6, "session_interval": 0.05, "think_median": 0.02,
                                 "connection": connection, "reply_cap": 50000})
     res = web.run_client(params, "127.0.0.1", port, 9)
+    assert_declared(params, res)
     m, s = res["metrics"], res["samples"]
     assert m["sessions"] > 3 and m["pages"] == len(s["page_ms"]) and m["files"] == sum(s["files_per_page"])
     assert len(s["reply_bytes"]) == m["files"] and max(s["reply_bytes"]) <= 50000
@@ -106,7 +120,9 @@ def test_command_metrics_from_output():
 def test_command_client_and_listening():
     params = registry.validate({"kind": "command", "client": "echo v=$TM_RUN_SERVER",
                                 "metrics": [{"name": "v", "regex": r"v=127\.0\.0\.(\d)"}]})
-    assert command.run_client(params, "127.0.0.1", 0, 1)["metrics"]["v"] == 1
+    res = command.run_client(params, "127.0.0.1", 0, 1)
+    assert res["metrics"]["v"] == 1
+    assert_declared(params, res)
     with pytest.raises(RunError, match="exited with status 3: oops"):
         command.run_client(registry.validate({"kind": "command", "client": "echo oops >&2; exit 3"}), "h", 0, 1)
     s = socket.create_server(("127.0.0.1", 0))
@@ -209,6 +225,6 @@ def test_a_once_server_ends_after_one_whole_client_and_not_before(tmp_path, kind
 
 def test_once_is_for_servers_that_know_their_client():
     with pytest.raises(registry.UsageError, match="--once: the command workload's server is your command"):
-        registry.main(["command", "--server", "--once", "--param", "server=true"])
+        registry.main(["command", "--server", "--once", "--param", "server='true'"])
     with pytest.raises(registry.UsageError, match="--once is an option of --server"):
         registry.main(["reqrep", "--client", "--once"])

@@ -108,7 +108,7 @@ def test_numbers_keep_their_old_meaning():
 
 @pytest.mark.parametrize("params,message", [
     ({"seconds": "5 s"}, "[workload] 'seconds': invalid value '5 s': expected a duration (a unit is optional)"),
-    ({"seconds": "1e3"}, "[workload] 'seconds': invalid value '1e3': expected a duration"),
+    ({"seconds": "1e3"}, "[workload] 'seconds': invalid value '1e3': an exponent is not allowed: expected a duration"),
     ({"bytes": "1.5kB"}, "[workload] 'bytes': invalid value '1.5kB': expected bytes"),
     ({"bytes": "100pkts"}, "[workload] 'bytes': invalid value '100pkts': expected bytes"),
     ({"seconds": 1, "port": "70000"}, "[workload] 'port': invalid value '70000': expected a port from 1 to 65535"),

@@ -128,6 +128,8 @@ TEST(Distribution, BadFilesNameTheLine) {
   };
   const std::string bad = write("bad.txt", "1\n2\n3x\n");
   EXPECT_EQ(error(bad), bad + ":3: '3x' is not a number");
+  const std::string binary = write("binary.txt", std::string("1 2\n\x1b[31m\x00\xff\n", 12));
+  EXPECT_EQ(error(binary), binary + ":2: '\\x1b[31m\\x00\\xff' is not a number");  // no byte reaches a terminal raw
   const std::string one = write("one.txt", "# only\n5\n");
   EXPECT_EQ(error(one), one + ": fewer than two samples");
   const std::string flat = write("flat.txt", "5 5 5\n");
@@ -156,7 +158,11 @@ TEST(ParseDistribution, Errors) {
   EXPECT_EQ(error_of("uniform:1"), "invalid --uplink-on 'uniform:1" + expected);
   EXPECT_EQ(error_of("uniform:3:1"), "invalid --uplink-on 'uniform:3:1': uniform:A:B needs A <= B");
   EXPECT_NE(error_of("exp:-1").find("invalid --uplink-on (exp) '-1'"), std::string::npos);
-  EXPECT_NE(error_of("pareto:1:1").find("invalid --uplink-on (pareto shape) '1'"), std::string::npos);
+  const std::string shape = "': expected a shape above 1 (a Pareto of shape 1 or less has no mean), at most 1000";
+  EXPECT_EQ(error_of("pareto:10:1"), "invalid --uplink-on (pareto shape) '1" + shape);
+  EXPECT_EQ(error_of("pareto:10:1001"), "invalid --uplink-on (pareto shape) '1001" + shape);
+  EXPECT_EQ(error_of("pareto:10:x"), "invalid --uplink-on (pareto shape) 'x" + shape);
+  EXPECT_NO_THROW(parse_distribution("x", "pareto:10:1.000001", 1000 * kMillisecond));
 }
 
 // Correlated samples keep their distribution (netem's averaging would narrow it) and correlate as asked.

@@ -197,6 +197,25 @@ TEST(ParseRate, OptionNamedInTheError) {
   EXPECT_EQ(usage_error([] { parse_rate("--uplink-rate", "12"); }).rfind("--uplink-rate: invalid rate '12': ", 0), 0u);
 }
 
+TEST(ParseErrors, AnExponentIsSaidToBeOne) {
+  EXPECT_EQ(usage_error([] { parse_rate("1e30bit"); }),
+            "invalid rate '1e30bit': an exponent is not allowed: expected a number and a unit: bit, kbit, mbit, gbit, "
+            "kbps, mbps or gbps (e.g. 12mbit)");
+  EXPECT_EQ(usage_error([] { parse_duration("--d", "2E-3s"); }),
+            "invalid --d '2E-3s': an exponent is not allowed: expected a duration and a unit: ns, us, ms, s, min or h "
+            "(e.g. 200ms or 1.5s)");
+  EXPECT_EQ(usage_error([] { parse_bytes("--b", "1e+6", 0, 100); }),
+            "invalid --b '1e+6': an exponent is not allowed: expected bytes from 0 to 100, a unit optional: B, kB, "
+            "KiB, MB or MiB");
+  EXPECT_EQ(usage_error([] { parse_rate("1ebit"); }).find("exponent"), std::string::npos);  // no digit after e
+}
+
+TEST(QuoteText, BytesThatAreNotPrintableAsHexCut) {
+  EXPECT_EQ(quote_text("12ms"), "'12ms'");
+  EXPECT_EQ(quote_text(std::string("\x1b[31m\x00\xff\n", 8)), "'\\x1b[31m\\x00\\xff\\x0a'");
+  EXPECT_EQ(quote_text("abcdef", 4), "'abcd...'");
+}
+
 TEST(ParseWholeNumber, DigitsOnlyWithinTheRange) {
   EXPECT_EQ(parse_whole_number("--small", "64", 44, 65000, "bytes"), 64u);
   EXPECT_EQ(parse_whole_number("--small", "65000", 44, 65000, "bytes"), 65000u);

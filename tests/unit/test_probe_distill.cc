@@ -1,6 +1,7 @@
 // tm-probe distill on records made by the model itself: exact recovery of F, Vb and Vr, Noble's correction of
 // negative solutions (never cascading), the sliding window, L = 1 - sqrt(b/a), and the files it reads and writes
-// (a schedule tm-modulate reads back).
+// (a schedule tm-modulate reads back), and what its reader refuses: another format, impossible values, a record
+// spanning years.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include "modulate/schedule.hh"
 #include "probe/distill.hh"
 #include "probe/probe.pb.h"
+#include "probe/prober.hh"
+#include "record/record.pb.h"
 #include "util/delimited.hh"
 #include "util/error.hh"
 
@@ -205,15 +208,24 @@ std::string temp_path(const char* name) {
   return std::string("/tmp/tm-probe-test-") + std::to_string(getpid()) + "-" + name;
 }
 
-void write_record(const std::string& path, const std::vector<EchoRecord>& echoes) {
-  DelimitedWriter w(path);
+// What a prober writes first (KIND "": as it did before headers named their format).
+ProbeEntry header_entry(const std::string& kind = kRawRecordKind) {
   ProbeEntry h;
+  h.mutable_header()->set_format_version(1);
+  h.mutable_header()->set_kind(kind);
   h.mutable_header()->set_target("192.0.2.1");
   h.mutable_header()->set_method("udp");
   h.mutable_header()->set_small_bytes(kS1);
   h.mutable_header()->set_large_bytes(kS2);
   h.mutable_header()->set_interval_ns(1000 * kMs);
-  w.write(h);
+  h.mutable_header()->set_timeout_ns(5000 * kMs);
+  return h;
+}
+
+void write_record(const std::string& path, const std::vector<EchoRecord>& echoes,
+                  const ProbeEntry& header = header_entry()) {
+  DelimitedWriter w(path);
+  w.write(header);
   for (const EchoRecord& e : echoes) {
     ProbeEntry entry;
     Echo* x = entry.mutable_echo();
@@ -251,6 +263,95 @@ TEST(ProbeDistill, TheScheduleItWritesIsOneTmModulateReads) {
   EXPECT_EQ(line, "0 0 0 64 5000.000000 5040.640000 kernel");
   unlink(raw.c_str());
   unlink(sched.c_str());
+}
+
+// The message reading PATH fails with, through print_file ("" if it reads it).
+std::string refusal(const std::string& path) {
+  try {
+    print_file(path);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ProbeRecord, ARecordWrittenBeforeHeadersNamedTheirFormatStillReads) {
+  const std::string raw = temp_path("old.raw");
+  write_record(raw, steady(3, Path{}), header_entry(""));
+  EXPECT_EQ(refusal(raw), "");
+  EXPECT_NE(distill_file(raw, temp_path("old.sched"), DistillConfig{}).find("3 windows"), std::string::npos);
+  unlink(raw.c_str());
+  unlink(temp_path("old.sched").c_str());
+}
+
+TEST(ProbeRecord, ATmRecordRecordIsRefusedByItsNameOrItsFields) {
+  for (const bool named : {true, false}) {
+    const std::string raw = temp_path(named ? "named.raw" : "unnamed.raw");
+    {
+      DelimitedWriter w(raw);
+      record::RawEntry h;
+      h.mutable_header()->set_format_version(1);
+      if (named) h.mutable_header()->set_kind("tm-record raw record");
+      h.mutable_header()->set_direction("up");
+      h.mutable_header()->set_ip_packet_bytes(1500);
+      w.write(h);
+      w.close();
+    }
+    const std::string why = named ? "its header says it is a 'tm-record raw record'"
+                                  : "its header holds fields unknown to a tm-probe raw record";
+    EXPECT_EQ(refusal(raw), raw + ": not a tm-probe raw record (" + why + ")");
+    unlink(raw.c_str());
+  }
+}
+
+TEST(ProbeRecord, ImpossibleValuesAreRefusedNamingTheFieldOrEntry) {
+  const std::string raw = temp_path("bad.raw");
+  ProbeEntry v2 = header_entry(), method = header_entry(), sizes = header_entry();
+  v2.mutable_header()->set_format_version(2);
+  method.mutable_header()->set_method("carrier-pigeon");
+  sizes.mutable_header()->set_small_bytes(kS2);
+  std::vector<EchoRecord> index = steady(2, Path{}), negative = steady(2, Path{});
+  index[4].index = 3;
+  negative[5].send = -1;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {refusal((write_record(raw, steady(2, Path{}), v2), raw)),
+       ": format_version 2 of a tm-probe raw record: only version 1 is known"},
+      {refusal((write_record(raw, steady(2, Path{}), method), raw)),
+       ": the header's method 'carrier-pigeon' is none of icmp-ping-socket, icmp-raw-socket and udp"},
+      {refusal((write_record(raw, steady(2, Path{}), sizes), raw)),
+       ": the header's sizes 1400 and 1400 are not S1 < S2 <= 65000"},
+      {refusal((write_record(raw, index), raw)), ": entry 6: echo index 3 is not 0, 1 or 2"},
+      {refusal((write_record(raw, negative), raw)),
+       ": entry 7: a negative time (sent at -1 ns, answered at 6100290000 ns)"},
+  };
+  for (const auto& [got, want] : cases) EXPECT_EQ(got, raw + want);
+  unlink(raw.c_str());
+}
+
+TEST(ProbeRecord, EchoesYearsApartAreRefusedBeforeAnyWindowIsMade) {
+  const std::string raw = temp_path("far.raw");
+  std::vector<EchoRecord> echoes = steady(3, Path{});
+  echoes.back().send = 3 * 365LL * 86400 * 1000 * kMs;  // 95 million windows of 1 s: gigabytes
+  write_record(raw, echoes);
+  try {
+    distill_file(raw, temp_path("far.sched"), DistillConfig{});
+    ADD_FAILURE() << "distilled";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).substr(raw.size()),
+              ": the echoes span 94607995000 ms (sent from 5000 to 94608000000 ms of CLOCK_MONOTONIC): 94607996 "
+              "windows of 1000 ms, more than 4000000 (a longer --step makes fewer)");
+  }
+  unlink(raw.c_str());
+}
+
+TEST(ProbeRecord, ACorruptHeaderIsOneLineOfOurOwn) {
+  const std::string raw = temp_path("utf8.raw");
+  std::ofstream(raw) << std::string("\x06\x0a\x04\x1a\x02\xff\xfe", 7);  // a header whose target is not UTF-8
+  testing::internal::CaptureStderr();
+  const std::string why = refusal(raw);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // no "[libprotobuf ERROR ...]" line before ours
+  EXPECT_EQ(why, raw + ": entry 1: not a tm-probe raw entry");
+  unlink(raw.c_str());
 }
 
 TEST(ProbeDistill, ABadRecordNamesItself) {

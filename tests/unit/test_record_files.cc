@@ -1,5 +1,6 @@
-// tm-record's files: the raw record round trip (and a recording cut short), the trace writer's rules, and
-// distill rebuilding exactly the trace the recorder wrote, with its delay and loss series.
+// tm-record's files: the raw record round trip (and a recording cut short), what its reader refuses (another
+// format, impossible values, arrivals out of order or spanning years) and the older records it still reads, the
+// trace writer's rules, and distill rebuilding exactly the trace the recorder wrote, with its delay and loss series.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "probe/probe.pb.h"
 #include "record/distill.hh"
 #include "record/raw_record.hh"
 #include "record/recorder.hh"
@@ -164,6 +166,142 @@ TEST(RecordRaw, SomethingElseIsRefusedWithItsName) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("junk.raw"), std::string::npos) << e.what();
   }
+}
+
+// The message read_raw refuses PATH with ("" if it reads it).
+std::string refusal(const std::string& path) {
+  try {
+    read_raw(path, [](const RawEntry&) {});
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+RawEntry header_entry(const std::string& kind = kRawRecordKind) {
+  RawEntry e;
+  Header* h = e.mutable_header();
+  h->set_format_version(1);
+  h->set_kind(kind);
+  h->set_tool_version("test");
+  h->set_direction("up");
+  h->set_ip_packet_bytes(1500);
+  return e;
+}
+
+RawEntry packet_entry(uint64_t seq, Nanos send, Nanos recv, uint32_t size = 1500) {
+  RawEntry e;
+  Packet* p = e.mutable_packet();
+  p->set_seq(seq);
+  p->set_send_ns(send);
+  p->set_recv_ns(recv);
+  p->set_size(size);
+  return e;
+}
+
+// A record of HEADER and arrivals at RECV_MS (sent 10 ms before each) at PATH.
+std::string write_raw(const std::string& path, const RawEntry& header, const std::vector<Nanos>& recv_ms) {
+  DelimitedWriter w(path);
+  w.write(header);
+  for (size_t i = 0; i < recv_ms.size(); ++i) w.write(packet_entry(i, recv_ms[i] * kMs - 10 * kMs, recv_ms[i] * kMs));
+  w.close();
+  return path;
+}
+
+TEST(RecordRaw, ARecordWrittenBeforeHeadersNamedTheirFormatStillReads) {
+  TempDir dir;
+  const std::string old = write_raw(dir / "old.raw", header_entry(""), {100, 101, 105});
+  EXPECT_EQ(refusal(old), "");
+  const std::string summary = distill(old, dir / "old");
+  EXPECT_EQ(summary.rfind("up: 0.01 s, 3 packets", 0), 0u) << summary;
+  EXPECT_EQ(slurp(dir / "old"), "0\n1\n5\n");
+  record(dir, 0);  // and what the recorder writes now names itself
+  std::vector<RawEntry> entries;
+  read_raw(dir / "rec.up.raw", [&](const RawEntry& e) { entries.push_back(e); });
+  EXPECT_EQ(entries[0].header().kind(), "tm-record raw record");
+}
+
+TEST(RecordRaw, ATmProbeRecordIsRefusedByItsNameOrItsFields) {
+  TempDir dir;
+  for (const bool named : {true, false}) {
+    const std::string path = dir / (named ? "named.raw" : "unnamed.raw");
+    {
+      DelimitedWriter w(path);
+      probe::ProbeEntry h;
+      probe::Header* ph = h.mutable_header();
+      ph->set_format_version(1);
+      if (named) ph->set_kind("tm-probe raw record");
+      ph->set_target("up");  // field 3, tm-record's direction: not what gives it away
+      ph->set_address("192.0.2.1");
+      ph->set_method("udp");
+      ph->set_small_bytes(64), ph->set_large_bytes(1400), ph->set_interval_ns(1000 * kMs);
+      w.write(h);
+      w.close();
+    }
+    const std::string why = named ? "its header says it is a 'tm-probe raw record'"
+                                  : "its header holds fields unknown to a tm-record raw record";
+    EXPECT_EQ(refusal(path), path + ": not a tm-record raw record (" + why + ")");
+  }
+}
+
+TEST(RecordRaw, ImpossibleHeadersAreRefusedNamingTheField) {
+  TempDir dir;
+  RawEntry v99 = header_entry(), sideways = header_entry(), tiny = header_entry();
+  v99.mutable_header()->set_format_version(99);
+  sideways.mutable_header()->set_direction("sideways");
+  tiny.mutable_header()->set_ip_packet_bytes(5);
+  EXPECT_EQ(refusal(write_raw(dir / "v99", v99, {1})),
+            dir / "v99" + ": format_version 99 of a tm-record raw record: only version 1 is known");
+  EXPECT_EQ(refusal(write_raw(dir / "side", sideways, {1})),
+            dir / "side" + ": the header's direction 'sideways' is neither up nor down");
+  EXPECT_EQ(refusal(write_raw(dir / "tiny", tiny, {1})),
+            dir / "tiny" + ": the header's packet size 5 is outside 128..9000 bytes");
+}
+
+TEST(RecordRaw, ImpossibleEntriesAreRefusedNamingTheEntry) {
+  TempDir dir;
+  auto with = [&](const std::string& name, const std::vector<RawEntry>& entries, bool named = true) {
+    DelimitedWriter w(dir / name);
+    w.write(header_entry(named ? kRawRecordKind : ""));
+    for (const RawEntry& e : entries) w.write(e);
+    w.close();
+    const std::string why = refusal(dir / name);
+    return why.empty() ? why : why.substr((dir / name).size());
+  };
+  EXPECT_EQ(with("neg", {packet_entry(0, 0, -10 * kMs)}),
+            ": entry 2: a negative time (sent at 0 ns, received at -10000000 ns)");
+  EXPECT_EQ(with("size", {packet_entry(0, 0, 10 * kMs, 0)}),
+            ": entry 2: size 0 is not that of an IP packet (1 to 65575 bytes)");
+  EXPECT_EQ(with("again", {packet_entry(0, 0, 10 * kMs), header_entry()}), ": entry 3: a second header");
+  EXPECT_EQ(with("empty", {RawEntry()}), ": entry 2: neither a packet nor a footer");
+  // An older record is read strictly: an entry holding a field RawEntry does not define (a tm-probe echo's
+  // "replied", field 7) is refused; a record that names its format may come from a newer recorder.
+  probe::ProbeEntry echo;
+  echo.mutable_echo()->set_seq(1), echo.mutable_echo()->set_size(64), echo.mutable_echo()->set_replied(true);
+  RawEntry stranger;
+  ASSERT_TRUE(stranger.ParseFromString(echo.SerializeAsString()));
+  EXPECT_EQ(with("strict", {stranger}, false), ": entry 2: fields unknown to a tm-record raw entry");
+  EXPECT_EQ(with("newer", {stranger}, true), "");
+}
+
+TEST(RecordRaw, ArrivalsOutOfOrderOrYearsApartAreRefusedBeforeDistillAllocatesAnything) {
+  TempDir dir;
+  constexpr Nanos kYear = 365LL * 86400 * 1000 * kMs;
+  const std::string far = write_raw(dir / "far.raw", header_entry(), {10, 11, kYear / kMs});
+  EXPECT_EQ(refusal(far).substr(far.size()),
+            ": entry 4: received 31535999.990 s after the first arrival: a recording lasts at most 86400.000 s");
+  EXPECT_THROW(distill(far, dir / "far"), UsageError);  // at once: one entry per second of a year would be 500 MB
+  EXPECT_FALSE(exists(dir / "far") || exists(dir / "far.loss") || exists(dir / "far.delay"));
+  const std::string back = write_raw(dir / "back.raw", header_entry(), {5000, 5001, 3999});
+  EXPECT_EQ(refusal(back).substr(back.size()),
+            ": entry 4: received 1.002 s before an earlier entry: arrivals are recorded in time order (to within "
+            "1.000 s)");
+  // Within a second is what a clock step can make the recorder write: taken at the latest time, as in the trace.
+  const std::string step = write_raw(dir / "step.raw", header_entry(), {5000, 5001, 4500, 5002});
+  const std::string summary = distill(step, dir / "step");
+  EXPECT_EQ(summary.rfind("up: 0.00 s, 4 packets", 0), 0u) << summary;
+  EXPECT_EQ(slurp(dir / "step"), "0\n1\n1\n2\n");
+  EXPECT_EQ(slurp(dir / "step.loss"), "0 4 0\n");
 }
 
 TEST(RecordRecorder, TheDurationCountsFromTheFirstArrival) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -117,7 +118,25 @@ TEST(TraceToolsMake, RoundTripThroughTheParser) {
   EXPECT_EQ(t.opportunities(), 4166u + 16666u + 1666u);
 }
 
-TracePlan stalled(uint64_t seed, uint64_t burst_bps = 0) {
+TracePlan stalled(uint64_t seed, uint64_t burst_bps = 0);
+
+TEST(TraceToolsMake, TheLinesAreCountedBeforeAnyIsWritten) {
+  for (const TracePlan& p : {plan({{12000000, 5}, {0, 3}}, 20), plan({{12000000, 5}, {0, 3}}, 3),
+                             plan({{5000000, 10000}, {20000000, 10000}, {2000000, 10000}}),
+                             plan({{7000000, 7}, {30000000, 2}}, 1000), stalled(1)})
+    EXPECT_EQ(trace_lines(p), lines_of(p).size());
+  // 1000 Gbit/s for 49.7 days, each within its bounds: 3.9 PB, refused before the file is created.
+  const TracePlan huge = plan({{kMaxRate, DeliveryTrace::kMaxMillis}});
+  EXPECT_EQ(trace_lines(huge), 357913941250000u);
+  const std::string path = "/tmp/tm-trace-test-huge-" + std::to_string(getpid());
+  const std::string why = usage_error([&] { write_trace(huge, path); });
+  EXPECT_EQ(
+      why.rfind("the trace would have 357913941250000 lines, about 3.94 PB: more than 100000000 (about 1 GB); ", 0), 0u)
+      << why;
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+}
+
+TracePlan stalled(uint64_t seed, uint64_t burst_bps) {
   TracePlan p = plan({{12000000, 20000}});
   p.stalls = {2000, 300, burst_bps, seed};
   return p;

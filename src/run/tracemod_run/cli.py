@@ -72,6 +72,7 @@ def run_main(argv):
 def dry_run(runner):
     from . import stack
 
+    runner.check_stacks()
     exp = runner.exp
     for run in runner.my_runs():
         plan = stack.plan_run(exp, run, runner.rundir(run))

@@ -19,9 +19,11 @@ Configurations are the matrix's cartesian product, the first name varying slowes
 A run's identity is its configuration's name ("rate=5mbit,queue=codel") and replication; its seed follows from
 the base seed and that identity only.
 """
+import fnmatch
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import shlex
@@ -111,13 +113,21 @@ class Experiment:
         return hashlib.sha256(json.dumps(self.data, sort_keys=True, default=str).encode()).hexdigest()
 
     def configurations(self):
-        out = []
-        for combo in itertools.product(*(d.choices for d in self.matrix)):
-            values = {d.name: label for d, (label, _) in zip(self.matrix, combo)}
-            subs = {d.name: _text(value) for d, (_, value) in zip(self.matrix, combo)}
-            name = ",".join(f"{k}={v}" for k, v in values.items()) or "default"
-            out.append(Configuration(name, values, subs))
-        return out
+        return [self._configuration(combo) for combo in itertools.product(*(d.choices for d in self.matrix))]
+
+    def _configuration(self, combo):
+        values = {d.name: label for d, (label, _) in zip(self.matrix, combo)}
+        subs = {d.name: _text(value) for d, (_, value) in zip(self.matrix, combo)}
+        name = ",".join(f"{k}={v}" for k, v in values.items()) or "default"
+        return Configuration(name, values, subs)
+
+    def first_configuration(self):
+        """configurations()[0], without making the others."""
+        return self._configuration([d.choices[0] for d in self.matrix])
+
+    def run_count(self):
+        """len(runs()), counted without making them."""
+        return math.prod(len(d.choices) for d in self.matrix) * self.replications
 
     def runs(self):
         configs = self.configurations()
@@ -233,6 +243,8 @@ def _expect(value, types, what, where):
     if not isinstance(value, types):
         raise ConfigError(f"{what} must be {' or '.join(t.__name__ for t in types)}, not {type(value).__name__}",
                           where)
+    if isinstance(value, float) and not math.isfinite(value):  # TOML's nan and inf
+        raise ConfigError(f"{what} must be a finite number, not {value}", where)
     return value
 
 
@@ -344,6 +356,9 @@ def _asserts(data):
                 bounds[key] = float(_expect(a[key], (int, float), f"[[assert]] {i + 1} '{key}'", where + (key,)))
         if not bounds:
             raise ConfigError(f"[[assert]] {i + 1} needs 'below' or 'above'", where)
+        if len(bounds) == 2 and bounds["below"] <= bounds["above"]:
+            raise ConfigError(f"[[assert]] {i + 1}: no value is below {bounds['below']:g} and above "
+                              f"{bounds['above']:g}: it could never hold", where + ("below",))
         config = a.get("config")
         if config is not None:
             _expect(config, (str,), f"[[assert]] {i + 1} 'config'", where + ("config",))
@@ -360,9 +375,54 @@ def _plot(data):
         raise ConfigError(f"unknown key '{key}' in [plot] (known: metrics, timeseries)", ("plot", key))
     if "metrics" in plot:
         _expect(plot["metrics"], (list,), "[plot] 'metrics'", ("plot", "metrics"))
+        for m in plot["metrics"]:
+            _expect(m, (str,), "each of [plot] 'metrics'", ("plot", "metrics"))
     if "timeseries" in plot:
         _expect(plot["timeseries"], (str,), "[plot] 'timeseries'", ("plot", "timeseries"))
     return plot
+
+
+def _check_against_runs(exp):
+    """What [[assert]] and [plot] name among the runs: every config pattern matches a configuration, the
+    time series' run is one of the experiment's."""
+    names = [c.name for c in exp.configurations()]
+    for a in exp.asserts:
+        if a.config is not None and not fnmatch.filter(names, a.config):
+            raise ConfigError(f"[[assert]] {a.index}: 'config' {a.config!r} matches no configuration (they are "
+                              f"{_some(names)})", ("assert", a.index - 1, "config"))
+    chosen = exp.plot.get("timeseries")
+    if chosen is not None:
+        runs = [f"{n}/r{rep}" for rep in range(1, exp.replications + 1) for n in names]
+        if chosen not in runs:
+            raise ConfigError(f"[plot] 'timeseries' {chosen!r} is no run of the experiment (they are {_some(runs)})",
+                              ("plot", "timeseries"))
+
+
+def _some(names, most=5):
+    """'a, b, c' or 'a, b, c, ... (N in all)'."""
+    return ", ".join(names[:most]) + (f", ... ({len(names)} in all)" if len(names) > most else "")
+
+
+def check_metrics(exp, link_metrics):
+    """Before the first run: every metric an [[assert]] or [plot] names is one a run of EXP reports, i.e. one of
+    the workload's (registry.outputs) or LINK_METRICS, those of the stack's link logs (the runner knows which
+    levels log). A workload kind that does not list its outputs is not checked. Raises UsageError('FILE:LINE:
+    why')."""
+    outputs = registry.outputs(exp.workload)
+    if outputs is None:
+        return
+    metrics, samples = set(outputs[0]) | set(link_metrics), set(outputs[1])
+    try:
+        for a in exp.asserts:
+            if a.metric not in metrics:
+                raise ConfigError(f"[[assert]] {a.index}: no run reports a metric '{a.metric}' (they report "
+                                  f"{', '.join(sorted(metrics))})", ("assert", a.index - 1, "metric"))
+        for m in exp.plot.get("metrics", ()):
+            if m not in metrics | samples:
+                raise ConfigError(f"[plot] 'metrics': no run reports '{m}' (metrics: {', '.join(sorted(metrics))}; "
+                                  f"samples: {', '.join(sorted(samples)) or 'none'})", ("plot", "metrics"))
+    except ConfigError as e:
+        raise UsageError(f"{locate(exp.path, exp.text, e.where)}: {e}") from None
 
 
 def _check_names_used(exp):
@@ -377,7 +437,7 @@ def _check_names_used(exp):
         if d.name not in used:
             raise ConfigError(f"matrix '{d.name}' is used by no [[shell]] run and no [workload] value: "
                               f"write {{{d.name}}} where its value goes", ("matrix", d.name))
-    config = exp.configurations()[0]  # every {name} must resolve
+    config = exp.first_configuration()  # every {name} must resolve
     for s in exp.shells:
         exp.shell_line(s, config)
     exp.workload_for(config)
@@ -410,10 +470,13 @@ def parse(text, path="experiment"):
             isolated=_expect(data.get("isolated", True), (bool,), "'isolated'", ("isolated",)),
             shells=_shells(data), matrix=_matrix(data), workload=workload, asserts=_asserts(data), plot=_plot(data),
             data=data)
-        _check_names_used(exp)
-        total = len(exp.configurations()) * exp.replications
+        total = exp.run_count()  # before anything makes the configurations: 7 names of 10 values are 10^7
         if total > MAX_RUNS:
-            raise ConfigError(f"the experiment has {total} runs, more than {MAX_RUNS}")
+            sizes = " x ".join(str(len(d.choices)) for d in exp.matrix) or "1"
+            raise ConfigError(f"the experiment has {total} runs ({sizes} configurations x {exp.replications} "
+                              f"replications), more than {MAX_RUNS}", ("matrix",) if exp.matrix else None)
+        _check_names_used(exp)
+        _check_against_runs(exp)
         return exp
     except ConfigError as e:
         raise UsageError(f"{locate(path, text, e.where)}: {e}") from None

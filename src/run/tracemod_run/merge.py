@@ -30,7 +30,7 @@ def merge(dirs, out):
                 if name in seen:
                     raise UsageError(f"run {name} is in both {seen[name]} and {d}: were the shards overlapping?")
                 seen[name] = d
-    os.makedirs(os.path.join(out, "runs"), exist_ok=True)
+    results.make_directory(os.path.join(out, "runs"))
     for name, d in seen.items():
         shutil.copytree(os.path.join(d, "runs", name), os.path.join(out, "runs", name), symlinks=True)
     if os.path.exists(os.path.join(dirs[0], "experiment.toml")):

@@ -27,6 +27,16 @@ def write_json(path, obj):
     os.rename(tmp, path)
 
 
+def make_directory(path):
+    """Creates the directory -o names (and its parents), or raises UsageError saying why it cannot."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        raise UsageError(f"{path} exists and is not a directory: use another -o") from None
+    except OSError as e:
+        raise UsageError(f"cannot create {path}: {e.strerror}: use another -o") from None
+
+
 def shard_text(shard):
     return f"shard {shard[0]}/{shard[1]}" if shard else "a whole experiment (no --shard)"
 

@@ -2,7 +2,8 @@
 
     DIR/manifest.json          the experiment, tracemod version, host, every run (see results.write_manifest)
     DIR/experiment.toml        the experiment file as given
-    DIR/runs/NAME/             one run: run.log, stack.err, client.json, server.err, *-N.log.gz (link logs),
+    DIR/runs/NAME/             one run: run.log, stack.err, client.json, server.err, server.status (once the
+                               server has exited: its exit status), *-N.log.gz (link logs),
                                result.json (written last, by rename: a run is finished only when it exists)
 
 A run that fails leaves failed.json instead and is retried when the same command runs again. A run's stack is
@@ -23,7 +24,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from . import VERSION, results, shard, stack
+from . import VERSION, experiment, results, shard, stack
 from .errors import RunError, UsageError
 from .progress import Progress
 from .results import write_json
@@ -73,7 +74,10 @@ class Runner:
         runs."""
         import fcntl
 
-        self.lock_fd = os.open(os.path.join(self.outdir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.lock_fd = os.open(os.path.join(self.outdir, ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise UsageError(f"cannot write in {self.outdir}: {e.strerror}: use another -o") from None
         try:
             fcntl.flock(self.lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -85,10 +89,13 @@ class Runner:
             self.lock_fd = None
 
     def prepare(self):
-        os.makedirs(self.outdir, exist_ok=True)
+        results.make_directory(self.outdir)
         self.lock_directory()
         try:
             self._prepare()
+        except OSError as e:
+            self.release()
+            raise UsageError(f"cannot write in {self.outdir}: {e.strerror or e}: use another -o") from None
         except BaseException:
             self.release()
             raise
@@ -117,13 +124,16 @@ class Runner:
                 self.known_traces.update(res.get("traces", {}))
 
     def check_stacks(self):
-        """Plans one run of every configuration before any starts, so that a missing tool or a shell without
-        --outside is one error at once rather than a failure per run."""
-        seen = set()
+        """Plans one run of every configuration before any starts (and before the results directory is made), so
+        that a missing tool, a shell without --outside, or an [[assert]] or [plot] naming a metric no run reports
+        is one error at once rather than a failure per run or a message after all of them."""
+        seen, links = set(), set()
         for run in self.exp.runs():
             if run.config.name not in seen:
                 seen.add(run.config.name)
-                stack.plan_run(self.exp, run, self.rundir(run))
+                plan = stack.plan_run(self.exp, run, self.rundir(run))
+                links |= {name for level in plan.levels for d in level.logs for name in link_metric_names(level.index, d)}
+        experiment.check_metrics(self.exp, links)
 
     def rundir(self, run):
         return os.path.join(self.outdir, "runs", run.dirname)
@@ -213,7 +223,8 @@ class Runner:
         lines = [l.strip() for l in _tail(os.path.join(rundir, "stack.err")) if l.strip()]
         said = [l for l in lines if l.startswith(("tm-", "tm-run")) and not l.startswith("tm-run workload:")
                 and ": " in l and not l.startswith("Try ")]
-        last = (said or lines or ["(no message)"])[-1]
+        own = [l for l in said if l.startswith("tm-run: ")]  # the client's: what a shell adds is a consequence
+        last = (own or said or lines or ["(no message)"])[-1]
         if status == "timeout":
             return last
         if status == 2 and any(l.startswith("usage: tm-") for l in lines):
@@ -262,8 +273,8 @@ class Runner:
 
     def run_all(self):
         """Runs the pending runs of this share; returns (finished now, failed [(run, error)], skipped)."""
-        self.prepare()
         self.check_stacks()
+        self.prepare()
         mine = self.my_runs()
         pending = [r for r in mine if not finished(self.rundir(r))]
         skipped = len(mine) - len(pending)
@@ -375,9 +386,19 @@ def stop(proc):
             continue
 
 
+def _link_prefix(level, direction):
+    return f"link{level}_{direction[:-4] if direction.endswith('link') else direction}_"
+
+
+def link_metric_names(level, direction):
+    """What link_metrics() may report for the log of DIRECTION at LEVEL."""
+    return [_link_prefix(level, direction) + q for q in ("throughput_mbps", "capacity_mbps", "drops", "delay_ms_p50",
+                                                         "delay_ms_p95")]
+
+
 def link_metrics(level, direction, graph):
     """A link log's summary as run metrics: link<level>_<up|down>_<quantity>."""
-    prefix = f"link{level}_{direction[:-4] if direction.endswith('link') else direction}_"
+    prefix = _link_prefix(level, direction)
     out = {prefix + "throughput_mbps": graph["throughput_mbps"], prefix + "capacity_mbps": graph["capacity_mbps"],
            prefix + "drops": graph["drops"]["packets"]}
     if graph.get("delay_ms"):

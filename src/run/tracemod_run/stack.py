@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 
 from . import seeds, tools_env
 from .errors import RunError, UsageError
-from .workloads import registry
+from .workloads import common, registry
 
 
 @dataclass
@@ -157,8 +157,10 @@ def plan_run(exp, run, rundir):
     if has_server:
         client += ["--ready-file", ready]
         server = [launcher, "workload", kind, "--server", "--ready-file", ready, "--params-json", params_json]
-        server_cmd = (f"{shlex.join(server)} >{shlex.quote(os.path.join(rundir, 'server.out'))} "
-                      f"2>{shlex.quote(os.path.join(rundir, 'server.err'))}")
+        out, err, status = (shlex.quote(common.beside(ready, name)) for name in ("server.out", "server.err",
+                                                                                 "server.status"))
+        # Its exit status, once it exits, tells a client still waiting for it (common.wait_ready) not to wait.
+        server_cmd = f"{shlex.join(server)} >{out} 2>{err}; s=$?; echo $s >{status}.tmp; mv {status}.tmp {status}; exit $s"
     argv = wrap_server(levels, client, server_cmd, exp.isolated)
     traces = {}
     for level in levels:

@@ -55,6 +55,7 @@ class _Decimal:
         self.point = point is not None
         self.mantissa = int((whole + frac)[:MAX_DIGITS] or "0")
         self.scale = 10 ** min(len(frac), max(0, MAX_DIGITS - len(whole)))
+        self.used = m.end()
         self.unit = _lower(text[m.end():])
 
     @property
@@ -64,6 +65,15 @@ class _Decimal:
     @property
     def whole(self):
         return self.digits > 0 and not self.point
+
+
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]")
+
+
+def _no_exponent(d, text):
+    """'an exponent is not allowed: ' if TEXT goes on after D's digits with one ('1e30bit'), as util/parse.cc
+    says it before what was expected."""
+    return "an exponent is not allowed: " if d.digits and _EXPONENT.match(text, d.used) else ""
 
 
 def quoted(text):
@@ -97,8 +107,8 @@ def parse_rate(text):
     """'12mbit' -> 12000000 bit/s, rounded to the nearest; a unit required, 1 bit/s to 1000 gbit."""
     d = _Decimal(text)
     if d.digits == 0 or d.unit not in RATE_UNITS:
-        raise UsageError(f"invalid rate {quoted(text)}: expected a number and a unit: bit, kbit, mbit, gbit, kbps, "
-                         "mbps or gbps (e.g. 12mbit)")
+        raise UsageError(f"invalid rate {quoted(text)}: {_no_exponent(d, text)}expected a number and a unit: bit, "
+                         "kbit, mbit, gbit, kbps, mbps or gbps (e.g. 12mbit)")
     if d.too_long:
         raise OutOfRange(f"invalid rate {quoted(text)}: more than 19 digits")
     bits = (d.mantissa * RATE_UNITS[d.unit] + d.scale // 2) // d.scale
@@ -114,7 +124,8 @@ def parse_duration(text, bare_unit=0, max=MAX_DURATION, min=0):  # noqa: A002 - 
     d = _Decimal(text)
     scale = TIME_UNITS.get(d.unit) if d.unit else bare_unit
     if d.digits == 0 or not scale:
-        raise UsageError("expected a duration" + (" (a unit is optional)" if bare_unit else " and a unit") +
+        raise UsageError(_no_exponent(d, text) + "expected a duration" +
+                         (" (a unit is optional)" if bare_unit else " and a unit") +
                          ": ns, us, ms, s, min or h (e.g. 200ms or 1.5s)")
     if d.too_long:
         raise OutOfRange("more than 19 digits")
@@ -176,8 +187,8 @@ def _limit_scale(unit, kind):
 
 def parse_bytes(text, low, high):
     """'1500', '1500B', '64KiB': a whole number of bytes, LOW to HIGH."""
-    why = f"expected bytes{_range_text(low, high)}, a unit optional: B, kB, KiB, MB or MiB"
     d = _Decimal(text)
+    why = f"{_no_exponent(d, text)}expected bytes{_range_text(low, high)}, a unit optional: B, kB, KiB, MB or MiB"
     scale = _limit_scale(d.unit, BYTES)
     if not d.whole or not scale:
         raise UsageError(why)

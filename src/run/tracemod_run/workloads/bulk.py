@@ -14,6 +14,7 @@ import threading
 
 from . import common, registry, transfer
 from .. import values
+from ..errors import ConfigError
 from .registry import Param
 
 DEFAULT_PORT = 5301
@@ -32,7 +33,7 @@ PARAMS = {
 
 def check(params):
     if ("seconds" in params) == ("bytes" in params):
-        raise common.UsageError("[workload] of kind bulk needs exactly one of 'seconds' and 'bytes'")
+        raise ConfigError("[workload] of kind bulk needs exactly one of 'seconds' and 'bytes'", ("workload",))
 
 
 def duration(params):
@@ -41,6 +42,24 @@ def duration(params):
 
 def directions(params):
     return ("down", "up") if params["direction"] == "both" else (params["direction"],)
+
+
+def name_suffix(params, direction):
+    """What a metric's name ends with for DIRECTION: nothing when PARAMS go one way, "_down" or "_up" for both."""
+    return "" if len(directions(params)) == 1 else f"_{direction}"
+
+
+def outputs(params):
+    """(metric names, sample names) that metrics_of reports for PARAMS (registry.outputs)."""
+    metrics, samples = set(), set()
+    for d in directions(params):
+        s = name_suffix(params, d)
+        metrics |= {f"{m}{s}" for m in ("goodput_mbps", "completion_s", "bytes", "retransmits", "rtt_ms_p50",
+                                         "rtt_ms_p90", "min_rtt_ms")}
+        if params["flows"] > 1:
+            metrics.add(f"jain_index{s}")
+        samples |= {f"rtt_ms{s}", f"flow_goodput_mbps{s}"}
+    return metrics, samples
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -181,7 +200,7 @@ def metrics_of(params, t0, ends):
     from .. import stats
 
     for d in dirs:
-        suffix = "" if len(dirs) == 1 else f"_{d}"
+        suffix = name_suffix(params, d)
         receivers = [e for e in ends if e["dir"] == d and e["role"] == "receiver"]
         senders = [e for e in ends if e["dir"] == d and e["role"] == "sender"]
         total = sum(e["bytes"] for e in receivers)

@@ -8,6 +8,7 @@ either `regex` (the first match's first group, or the whole match) or `json` (a 
 is JSON), optionally `scale` (a factor) and `source` ("stdout" or "stderr"). elapsed_s, the client's wall time,
 is always measured. A client that exits non-zero fails the run; a metric that cannot be found fails it too."""
 import json
+import math
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import time
 
 from . import common
 from .. import values
+from ..errors import ConfigError
 from .registry import Param
 
 DEFAULT_PORT = 0
@@ -34,30 +36,50 @@ METRIC_KEYS = {"name", "regex", "json", "scale", "source"}
 
 
 def check(params):
+    names = {"elapsed_s"}
     for i, m in enumerate(params["metrics"]):
         where = f"[[workload.metrics]] {i + 1}"
+
+        def fail(why, key=None):
+            raise ConfigError(f"{where}{why}", ("workload", "metrics", i) + ((key,) if key else ()))
+
         if not isinstance(m, dict) or not isinstance(m.get("name"), str):
-            raise common.UsageError(f"{where} needs name = \"...\"")
+            fail(" needs name = \"...\"")
         unknown = set(m) - METRIC_KEYS
         if unknown:
-            raise common.UsageError(f"{where}: unknown key '{sorted(unknown)[0]}' (known: {', '.join(sorted(METRIC_KEYS))})")
+            key = sorted(unknown)[0]
+            fail(f": unknown key '{key}' (known: {', '.join(sorted(METRIC_KEYS))})", key)
+        if m["name"] in names:
+            fail(f": the metric '{m['name']}' is named twice" + (" (elapsed_s is always measured)"
+                                                                 if m["name"] == "elapsed_s" else ""), "name")
+        names.add(m["name"])
         if ("regex" in m) == ("json" in m):
-            raise common.UsageError(f"{where} ('{m['name']}') needs exactly one of regex and json")
+            fail(f" ('{m['name']}') needs exactly one of regex and json")
         if "regex" in m:
+            if not isinstance(m["regex"], str):
+                fail(f" ('{m['name']}'): regex must be a string", "regex")
             try:
                 re.compile(m["regex"])
             except re.error as e:
-                raise common.UsageError(f"{where} ('{m['name']}'): bad regex: {e}") from None
+                fail(f" ('{m['name']}'): bad regex: {e}", "regex")
+        if "json" in m and not isinstance(m["json"], str):
+            fail(f" ('{m['name']}'): json must be a string (a path such as \"end.sum.bits_per_second\")", "json")
         if m.get("source", "stdout") not in ("stdout", "stderr"):
-            raise common.UsageError(f"{where} ('{m['name']}'): source must be stdout or stderr")
-        if not isinstance(m.get("scale", 1), (int, float)) or isinstance(m.get("scale", 1), bool):
-            raise common.UsageError(f"{where} ('{m['name']}'): scale must be a number")
+            fail(f" ('{m['name']}'): source must be stdout or stderr", "source")
+        scale = m.get("scale", 1)
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool) or not math.isfinite(scale):
+            fail(f" ('{m['name']}'): scale must be a finite number", "scale")
     if params.get("server_port") and not params.get("server"):
-        raise common.UsageError("[workload] server_port needs a server")
+        raise ConfigError("[workload] server_port needs a server", ("workload", "server_port"))
 
 
 def duration(params):
     return params["seconds"]
+
+
+def outputs(params):
+    """(metric names, sample names) of run_client (registry.outputs): elapsed_s and the [[workload.metrics]]."""
+    return {"elapsed_s"} | {m["name"] for m in params["metrics"]}, set()
 
 
 # ---------------------------------------------------------------------------------------------------------

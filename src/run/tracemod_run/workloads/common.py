@@ -75,14 +75,40 @@ def mark_ready(path):
         os.rename(tmp, path)
 
 
+def beside(ready_file, name):
+    """NAME beside a server's READY_FILE, where tm-run keeps the server's other files: server.out, server.err (its
+    standard error), and server.status (its exit status, written by the line that starts it, once it exits)."""
+    return os.path.join(os.path.dirname(ready_file), name)
+
+
 def wait_ready(path, timeout=15.0):
+    """Waits until the server has made PATH; raises RunError if it exits first (as its server.status says: the
+    error gives its exit status and the end of its server.err) or after TIMEOUT seconds."""
     if not path:
         return
+    status = beside(path, "server.status")
     deadline = now() + timeout
     while not os.path.exists(path):
+        if os.path.exists(status):
+            raise RunError(_exited(status, beside(path, "server.err")))
         if now() > deadline:
             raise RunError(f"the server did not become ready within {timeout:g} s ({path} never appeared)")
         time.sleep(0.002)
+
+
+def _exited(status_file, err_file, lines=3, most=300):
+    """'the server exited with status N before it was ready: LAST LINES OF ITS STDERR'."""
+    with open(status_file) as f:
+        status = f.read().strip()
+    try:
+        with open(err_file, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
+            tail = [l.strip() for l in f.read().decode(errors="replace").splitlines() if l.strip()][-lines:]
+    except OSError:
+        tail = []
+    said = " | ".join(tail)
+    said = said if len(said) <= most else "..." + said[-most:]
+    return f"the server exited with status {status} before it was ready: {said or '(nothing on its stderr)'}"
 
 
 def connect(host, port, timeout=30.0, nodelay=False):

@@ -24,6 +24,12 @@ def duration(params):
     return params["seconds"]
 
 
+def outputs(params):
+    """(metric names, sample names) of run_client (registry.outputs): bulk's, and the two rates."""
+    metrics, samples = bulk.outputs(dict(params, flows=1))
+    return metrics | {"maxrate_mbps", "maxrate_wire_mbps"}, samples
+
+
 serve = bulk.serve
 
 

@@ -3,6 +3,7 @@ and `tm-run workload KIND --server|--client`."""
 import argparse
 import importlib
 import json
+import math
 import sys
 import tomllib
 
@@ -36,6 +37,8 @@ class Param:
             names = " or ".join({int: "a whole number", float: "a number", str: "a string", bool: "true or false",
                                  list: "an array"}[t] for t in types)
             raise ConfigError(f"[workload] '{key}' must be {names}, not {value!r}", ("workload", key))
+        if isinstance(value, float) and not math.isfinite(value):  # TOML's nan and inf
+            raise ConfigError(f"[workload] '{key}' must be a finite number, not {value}", ("workload", key))
         if self.choices and value not in self.choices:
             raise ConfigError(f"[workload] '{key}' must be one of {', '.join(self.choices)}, not '{value}'",
                               ("workload", key))
@@ -89,6 +92,13 @@ def default_port(params):
     return params.get("port") or module(params["kind"]).DEFAULT_PORT
 
 
+def outputs(params):
+    """(metric names, sample names) a client of PARAMS reports, so that what an experiment asserts and plots is
+    checked before its first run; None for a kind that does not say (its module has no outputs())."""
+    mod = module(params["kind"])
+    return mod.outputs(params) if hasattr(mod, "outputs") else None
+
+
 # ---------------------------------------------------------------------------------------------------------
 # tm-run workload KIND --server|--client
 
@@ -101,14 +111,21 @@ def _param_value(text):
         return text
 
 
-def _server_port(value):
-    """A --param port=... for a server, which validates nothing else; None if not given."""
-    if value is None:
-        return None
+def _given(mod, params):
+    """The parameters a server was given, each checked as [workload] checks it (a server needs none of them, so
+    none is required): a bad one is a usage error, not a traceback when the server uses it."""
+    out = dict(params)
     try:
-        return Param((int,), low=1, high=65535, read=values.port).check("port", value)
+        for key, value in params.items():
+            if key == "kind":
+                continue
+            if key not in mod.PARAMS:
+                raise ConfigError(f"'{key}' is no parameter of kind {params.get('kind')} (known: "
+                                  f"{', '.join(sorted(mod.PARAMS))})")
+            out[key] = mod.PARAMS[key].check(key, value)
     except ConfigError as e:
-        raise UsageError(str(e).replace("[workload] ", "--param ")) from None
+        raise UsageError("--param " + str(e).replace("[workload] ", "")) from None
+    return out
 
 
 def main(argv):
@@ -145,8 +162,9 @@ def main(argv):
     mod = module(args.kind)
     if args.once and not args.server:
         raise UsageError("--once is an option of --server")
-    if args.server:  # a server takes what each client asks for, but reads its own port
-        port = args.port or _server_port(params.get("port")) or mod.DEFAULT_PORT
+    if args.server:  # a server takes what each client asks for, but what it was given must make sense
+        params = _given(mod, params)
+        port = args.port or params.get("port") or mod.DEFAULT_PORT
         mod.serve(params, port, host=args.host, ready_file=args.ready_file, once=args.once)
         return 0
     try:

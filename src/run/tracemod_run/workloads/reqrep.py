@@ -10,6 +10,7 @@ import random
 
 from . import common
 from .. import values
+from ..errors import ConfigError
 from .registry import Param
 
 DEFAULT_PORT = 5302
@@ -40,10 +41,25 @@ def check(params):
     ok = pairs and all(isinstance(p, list) and len(p) == 2 and all(
         isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1 << 30 for x in p) for p in pairs)
     if not ok:
-        raise common.UsageError("[workload] 'pairs' must be a non-empty array of [request bytes, reply bytes], "
-                                "each from 1 to 2^30")
+        raise ConfigError("[workload] 'pairs' must be a non-empty array of [request bytes, reply bytes], "
+                          "each from 1 to 2^30", ("workload", "pairs"))
     if len({tuple(p) for p in pairs}) != len(pairs):
-        raise common.UsageError("[workload] 'pairs' names a pair twice")
+        raise ConfigError("[workload] 'pairs' names a pair twice", ("workload", "pairs"))
+
+
+PERCENTILES = (50, 90, 95, 99)  # of each pair's RTTs
+
+
+def outputs(params):
+    """(metric names, sample names) of run_client (registry.outputs)."""
+    labels = [label(p) for p in params["pairs"]]
+    metrics = {f"{m}_{name}" for name in labels
+               for m in [f"rtt_ms_p{q}" for q in PERCENTILES] + ["rtt_ms_min", "rtt_ms_max", "outliers"]}
+    samples = {f"rtt_ms_{name}" for name in labels}
+    if params["connects"]:
+        metrics |= {"connect_ms_p50", "connect_ms_p90", "connect_ms_max"}
+        samples.add("connect_ms")
+    return metrics, samples
 
 
 def duration(params):
@@ -117,7 +133,7 @@ def run_client(params, host, port, seed):
         samples["connect_ms"] = connect_ms
     for name, values in rtts.items():
         m = stats.median(values)
-        for q in (50, 90, 95, 99):
+        for q in PERCENTILES:
             metrics[f"rtt_ms_p{q}_{name}"] = stats.percentile(values, q)
         metrics[f"rtt_ms_min_{name}"] = min(values)
         metrics[f"rtt_ms_max_{name}"] = max(values)

@@ -24,6 +24,7 @@ import time
 
 from . import common
 from .. import values
+from ..errors import ConfigError
 from .registry import Param
 
 DEFAULT_PORT = 5303
@@ -63,6 +64,16 @@ def duration(params):
     return params["seconds"] + 2.0
 
 
+TIMES = ("file_ms", "page_ms")  # per file and per page: samples, and metrics of each STAT
+STATS = ("p50", "p90", "p99", "mean")
+SAMPLES = (*TIMES, "request_bytes", "reply_bytes", "files_per_page")
+
+
+def outputs(params):
+    """(metric names, sample names) of run_client (registry.outputs)."""
+    return {"sessions", "pages", "files", "unfinished_files"} | {f"{t}_{s}" for t in TIMES for s in STATS}, set(SAMPLES)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The model
 
@@ -76,16 +87,16 @@ def _pareto_capped_mean(alpha, xm, cap):
 def solve_pareto(median, mean, cap):
     """(alpha, xm) of a Pareto whose values capped at CAP have MEDIAN and MEAN."""
     if not median < mean < cap:
-        raise common.UsageError(f"[workload] the reply distribution needs reply_median < reply_mean < reply_cap "
-                                f"(got {median:g}, {mean:g}, {cap:g})")
+        raise ConfigError(f"[workload] the reply distribution needs reply_median < reply_mean < reply_cap "
+                          f"(got {median:g}, {mean:g}, {cap:g})", ("workload", "reply_mean"))
 
     def mean_of(alpha):
         return _pareto_capped_mean(alpha, median / 2 ** (1 / alpha), cap)
 
     lo, hi = math.log(0.01), math.log(100.0)  # mean_of falls from ~cap to ~median as alpha grows
     if not mean_of(math.exp(hi)) < mean < mean_of(math.exp(lo)):
-        raise common.UsageError(f"[workload] no Pareto distribution capped at {cap:g} has median {median:g} and "
-                                f"mean {mean:g}")
+        raise ConfigError(f"[workload] no Pareto distribution capped at {cap:g} has median {median:g} and "
+                          f"mean {mean:g}", ("workload", "reply_mean"))
     for _ in range(200):
         mid = (lo + hi) / 2
         if mean_of(math.exp(mid)) > mean:
