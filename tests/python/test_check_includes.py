@@ -1,6 +1,7 @@
 """scripts/check-includes: the real tree passes, and each kind of violation planted in a copy is reported."""
 import os
 import shutil
+import stat
 import subprocess
 import sys
 
@@ -26,6 +27,10 @@ def tree(tmp_path):
     os.mkdir(tmp_path / "docs")
     shutil.copy(os.path.join(TOP, "docs", "ARCHITECTURE.md"), tmp_path / "docs")
     shutil.copytree(os.path.join(TOP, "src"), tmp_path / "src", ignore=only_sources)
+    # The sources may be read-only (make distcheck's are): the copy is the test's to change.
+    for root, _, files in os.walk(tmp_path):
+        for path in (root, *(os.path.join(root, f) for f in files)):
+            os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
     return tmp_path
 
 

@@ -1,11 +1,16 @@
 // Test helpers: frames built byte by byte (plain IPv4/IPv6 UDP/TCP, and TCP/UDP GSO super-frames), an
-// independent Internet checksum, and a PacketSink that keeps what it is handed.
+// independent Internet checksum, a PacketSink that keeps what it is handed, and scratch files.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "packet/buffer_pool.hh"
@@ -14,6 +19,23 @@
 
 namespace tracemod {
 namespace fake {
+
+// A file NAME holding TEXT, in a directory of this process's own that is removed at exit. Not a fixed path in
+// /tmp: a run as another user (the suite runs as root) leaves a file there that this run cannot overwrite.
+inline std::string scratch_file(const std::string& name, const std::string& text) {
+  static const struct Dir {
+    std::string path;
+    Dir() {
+      char tmpl[] = "/tmp/tm-unit-tests.XXXXXX";
+      if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp in /tmp failed");
+      path = tmpl;
+    }
+    ~Dir() { std::filesystem::remove_all(path); }
+  } dir;
+  const std::string path = dir.path + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
 
 constexpr uint8_t kTcp = 6, kUdp = 17;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kPsh = 0x08, kAck = 0x10, kCwr = 0x80;

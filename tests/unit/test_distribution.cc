@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "channel/distribution.hh"
+#include "fake.hh"
 #include "util/error.hh"
 
 namespace tracemod {
@@ -55,12 +54,6 @@ std::string error_of(const std::string& text) {
   return "(accepted)";
 }
 
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
 // Sample mean and SD: 5 sigma, sigma from the shape's kurtosis (normal 3, uniform 1.8, exponential 9).
 TEST(Distribution, SampledMomentsOfTheLightTailedShapes) {
   const size_t n = 400000;
@@ -105,7 +98,7 @@ TEST(Distribution, NamedJitterShapes) {
 
 // A file of samples: each equally likely, moved to mean 0 and the SD asked for (or the samples' own).
 TEST(Distribution, TableFromAFile) {
-  const std::string path = write("samples.txt", "# delays in ms\n10\n12 14\n\n16  # four samples\n");
+  const std::string path = fake::scratch_file("samples.txt", "# delays in ms\n10\n12 14\n\n16  # four samples\n");
   const Distribution d = jitter_distribution("--distribution", path, 2 * kMillisecond);
   const double sd = std::sqrt(5.0);  // of 10, 12, 14, 16 (population)
   EXPECT_NEAR(d.quantile(0.1), (10 - 13) / sd * 2e6, 1e-6);
@@ -126,13 +119,13 @@ TEST(Distribution, BadFilesNameTheLine) {
     }
     return std::string("(accepted)");
   };
-  const std::string bad = write("bad.txt", "1\n2\n3x\n");
+  const std::string bad = fake::scratch_file("bad.txt", "1\n2\n3x\n");
   EXPECT_EQ(error(bad), bad + ":3: '3x' is not a number");
-  const std::string binary = write("binary.txt", std::string("1 2\n\x1b[31m\x00\xff\n", 12));
+  const std::string binary = fake::scratch_file("binary.txt", std::string("1 2\n\x1b[31m\x00\xff\n", 12));
   EXPECT_EQ(error(binary), binary + ":2: '\\x1b[31m\\x00\\xff' is not a number");  // no byte reaches a terminal raw
-  const std::string one = write("one.txt", "# only\n5\n");
+  const std::string one = fake::scratch_file("one.txt", "# only\n5\n");
   EXPECT_EQ(error(one), one + ": fewer than two samples");
-  const std::string flat = write("flat.txt", "5 5 5\n");
+  const std::string flat = fake::scratch_file("flat.txt", "5 5 5\n");
   EXPECT_EQ(error(flat), flat + ": all samples are equal: no spread to draw from");
   EXPECT_NE(error("/nonexistent/table").find("/nonexistent/table: cannot open the distribution file"),
             std::string::npos);

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <vector>
 
 #include "fake.hh"
@@ -24,15 +23,9 @@ std::unique_ptr<OnOffSchedule> constant(Nanos on, Nanos off, Nanos start = 0) {
                                        Distribution::constant(static_cast<double>(off)), RandomStream(1, 9), start);
 }
 
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
 std::string load_error(const std::string& text) {
   try {
-    FileOnOff::load(write("schedule.txt", text));
+    FileOnOff::load(fake::scratch_file("schedule.txt", text));
   } catch (const UsageError& e) {
     const std::string what = e.what();
     return what.substr(what.find("schedule.txt"));
@@ -70,7 +63,8 @@ TEST(RandomOnOff, ExponentialMeans) {
 }
 
 TEST(FileOnOff, FollowsTheScheduleAndStaysInItsLastState) {
-  const auto events = FileOnOff::load(write("s.txt", "# a handover\n1.5 off\n1750ms on   # back\n\n3s off\n"));
+  const auto events =
+      FileOnOff::load(fake::scratch_file("s.txt", "# a handover\n1.5 off\n1750ms on   # back\n\n3s off\n"));
   FileOnOff s(events, "s.txt", 10 * kMs);
   EXPECT_TRUE(s.on_at(0));
   EXPECT_EQ(s.state_ends(), 1510 * kMs);

@@ -1,0 +1,143 @@
+"""The Debian package as a user gets it: built from the release tree (`make distdir`, which holds debian/) by
+dpkg-buildpackage, checked by lintian, installed with apt-get; then the quick start's demo, an example
+experiment, an installed trace by its bare name and the installed completion run from the installed files
+alone (PATH without the build tree), as root and as the unprivileged user; purged, nothing of it is left.
+
+It installs and removes system packages, so it runs only in CI (CI=true) or when asked (TM_TEST_PACKAGE=1):
+a developer's `sudo make check` skips it. It takes some 5 minutes, most of them the package's compile."""
+import glob
+import os
+import re
+import subprocess
+
+import pytest
+
+from completion_helper import complete
+from conftest import HERE, sh
+
+SRCDIR = os.path.dirname(os.path.dirname(HERE))
+BUILDDIR = os.environ.get("TM_TEST_BUILDDIR", "")
+PACKAGES = ("tracemod", "tracemod-run")
+INSTALLED_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # nothing of the build tree, nor /usr/local
+EXAMPLE = "/usr/share/doc/tracemod/examples/droptail-vs-codel.toml"
+# Directories that are the package's own: gone after the purge, whatever dpkg -L lists.
+OWN_DIRS = ("/usr/share/tracemod", "/usr/share/doc/tracemod", "/usr/share/doc/tracemod-run")
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("CI", "").lower() != "true" and os.environ.get("TM_TEST_PACKAGE") != "1",
+    reason="installs and removes the tracemod package: runs in CI, or with TM_TEST_PACKAGE=1")
+
+
+def run(argv, *, timeout, cwd=None, env=None, log=None):
+    """Runs ARGV as root, its output to the file LOG if given; fails with the output's end on an error."""
+    out = open(log, "w+") if log else subprocess.PIPE
+    try:
+        r = subprocess.run(argv, cwd=cwd, env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
+                           stdout=out, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        output = r.stdout if not log else (out.seek(0), out.read())[1]
+    finally:
+        if log:
+            out.close()
+    assert r.returncode == 0, f"{' '.join(argv)}: exit {r.returncode}:\n{output[-4000:]}"
+    return output
+
+
+def installed(package):
+    r = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Status}", package], capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout == "installed"
+
+
+@pytest.fixture(scope="module")
+def changes(tmp_path_factory):
+    """Builds the packages from the release tree; returns their .changes file."""
+    for package in PACKAGES:
+        assert not installed(package), f"{package} is installed already: this test would replace and purge it"
+    work = tmp_path_factory.mktemp("package")
+    tree = str(work / "tracemod")
+    run(["make", "-C", BUILDDIR, "distdir", f"distdir={tree}", f"top_distdir={tree}"], timeout=300)
+    run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=tree, timeout=1200, log=str(work / "build.log"),
+        env={"DEB_BUILD_OPTIONS": "nocheck parallel=2"})
+    found = glob.glob(str(work / "tracemod_*.changes"))
+    assert len(found) == 1, os.listdir(work)
+    return found[0]
+
+
+def documented_warnings():
+    """The tags in the table of docs/PACKAGING.md's section on lintian: the warnings that remain, with reasons."""
+    with open(os.path.join(SRCDIR, "docs", "PACKAGING.md"), encoding="utf-8") as f:
+        section = f.read().split("\n## lintian\n", 1)[-1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.M))
+
+
+def test_lintian_finds_no_error_and_only_the_documented_warnings(changes):
+    output = run(["lintian", "--fail-on", "none", "--tag-display-limit", "0", changes], timeout=600)
+    print(output)
+    tags = re.findall(r"^([EW]): [^:]+: (\S+)", output, re.M)
+    assert not [t for kind, t in tags if kind == "E"], output
+    undocumented = {t for kind, t in tags if kind == "W"} - documented_warnings()
+    assert not undocumented, f"lintian warnings neither fixed nor listed in docs/PACKAGING.md: {undocumented}"
+
+
+def test_the_installed_package_runs_the_demo_and_an_example_and_purges_clean(changes, root, user, public_tmp):
+    listed = set()
+    try:
+        files = [glob.glob(os.path.join(os.path.dirname(changes), f"{package}_*.deb"))[0] for package in PACKAGES]
+        run(["apt-get", "install", "-y", "-q", *files], timeout=600, env={"DEBIAN_FRONTEND": "noninteractive"})
+        for package in PACKAGES:
+            listed |= set(run(["dpkg", "-L", package], timeout=30).split("\n")) - {"", "/."}
+        check_installed_files(listed)
+        for who in (root, user):
+            run_installed(who, public_tmp / who.name)
+    finally:
+        subprocess.run(["apt-get", "purge", "-y", "-q", *PACKAGES], stdin=subprocess.DEVNULL, capture_output=True,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), timeout=300)
+    for package in PACKAGES:
+        assert not installed(package), f"{package} is still installed after apt-get purge"
+    left = [p for p in sorted(listed) if os.path.lexists(p) and not (os.path.isdir(p) and owned_by_another(p))]
+    left += [d for d in OWN_DIRS if os.path.lexists(d)]
+    assert not left, f"left behind by the purge: {left}"
+
+
+def owned_by_another(directory):
+    return subprocess.run(["dpkg-query", "-S", directory], capture_output=True).returncode == 0
+
+
+def check_installed_files(listed):
+    tools = sorted(os.path.basename(p) for p in listed if p.startswith("/usr/bin/"))
+    assert len(tools) == 10, tools
+    for tool in tools:  # each with its man page and its completion
+        assert f"/usr/share/man/man1/{tool}.1.gz" in listed, tool
+        assert os.path.realpath(f"/usr/share/bash-completion/completions/{tool}") == \
+            "/usr/share/bash-completion/completions/tracemod", tool
+    assert "/usr/share/tracemod/traces/Verizon-LTE-short.up" in listed
+    assert "/usr/share/tracemod/traces/wavelan.sched" in listed
+    assert "/usr/share/tracemod/python/tracemod_run/cli.py" in listed
+    assert EXAMPLE in listed
+    assert "/usr/share/doc/tracemod/examples/sites/page/index.html" in listed  # the page-load examples' site
+
+
+def run_installed(who, workdir):
+    """The demo, an example's first share and a trace by name, as WHO in WORKDIR, with the installed files."""
+    workdir.mkdir()
+    os.chmod(workdir, 0o777)
+    env = {"PATH": INSTALLED_PATH}
+    demo = 'cd "$1" && command -v tm-delay && command -v tm-run && exec /usr/share/tracemod/demo'
+    r = who.run(sh(demo, workdir), env=env, timeout=180)
+    assert r.returncode == 0, f"demo as {who.name}: {r.stdout}\n{r.stderr}"
+    assert r.stdout.startswith("/usr/bin/tm-delay\n/usr/bin/tm-run\n"), r.stdout
+    assert re.search(r"== tm-graph on the downlink's log\n.*throughput", r.stdout, re.S), r.stdout
+    with open(workdir / "tracemod-demo.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+    # Two of the example's twelve runs (a share), from the installed example as it is.
+    r = who.run(["tm-run", EXAMPLE, "-o", str(workdir / "aqm"), "--shard", "1/6", "-q"], env=env, timeout=300)
+    assert r.returncode == 0, f"tm-run as {who.name}: {r.stdout}\n{r.stderr}"
+    with open(workdir / "aqm" / "results.csv") as f:
+        assert len(re.findall(r"goodput_mbps", f.read())) == 2
+
+    r = who.run(["tm-trace", "validate", "Verizon-LTE-short.up"], env=env)  # found where it is installed
+    assert r.returncode == 0 and r.stdout.startswith("Verizon-LTE-short.up: ok"), r.stdout + r.stderr
+
+    # bash-completion finds the tools' completion where the package put it.
+    assert complete(["tm-link", "Verizon-LTE-short.u"], cwd=workdir) == {"Verizon-LTE-short.up"}
+    assert complete(["tm-run", "workload", "re"], cwd=workdir) == {"reqrep"}
