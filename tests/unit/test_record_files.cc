@@ -166,6 +166,41 @@ TEST(RecordRaw, SomethingElseIsRefusedWithItsName) {
   }
 }
 
+// Times a recorder cannot have written, refused before distill takes differences of them or writes a line per
+// second between them (fuzz/regressions/record-raw).
+TEST(RecordRaw, TimesOutOfARecordingsRangeAreRefused) {
+  const auto error = [](Nanos send, Nanos recv) {
+    TempDir dir;
+    {
+      DelimitedWriter w(dir / "t.raw");
+      RawEntry e;
+      e.mutable_header()->set_direction("up");
+      w.write(e);
+      for (const Nanos t : {Nanos{1000} * kMs, recv}) {
+        RawEntry p;
+        p.mutable_packet()->set_send_ns(t == recv ? send : t - 20 * kMs);
+        p.mutable_packet()->set_recv_ns(t);
+        w.write(p);
+      }
+      w.close();
+    }
+    try {
+      read_raw(dir / "t.raw", [](const RawEntry&) {});
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      return what.substr(what.find(": entry ") + 2);
+    }
+    return std::string("(accepted)");
+  };
+  const Nanos day = 86400 * 1000 * kMs;
+  EXPECT_EQ(error(40 * day, 40 * day + 20 * kMs), "(accepted)");
+  EXPECT_EQ(error(-1, 2000 * kMs), "entry 3: a time outside 0 to 2^62 ns (sent at -1 ns, received at 2000000000 ns)");
+  EXPECT_EQ(error(0, kNever), "entry 3: a time outside 0 to 2^62 ns (sent at 0 ns, received at " +
+                                  std::to_string(kNever) + " ns)");
+  EXPECT_EQ(error(0, 50 * day), "entry 3: received 4319999000 ms after the first arrival: a trace holds at most "
+                                "4294967295 ms");
+}
+
 TEST(RecordRecorder, TheDurationCountsFromTheFirstArrival) {
   TempDir dir;
   RecorderOptions o;
