@@ -15,9 +15,12 @@
 #include "probe/probe.pb.h"
 #include "util/delimited.hh"
 #include "util/error.hh"
+#include "util/parse.hh"  // kMaxDuration
 
 namespace tracemod::probe {
 namespace {
+
+constexpr Nanos kMaxTime = Nanos{1} << 62;
 
 // One triplet's solution of the model.
 struct Estimate {
@@ -128,8 +131,12 @@ Distilled distill(std::vector<EchoRecord> echoes, const DistillConfig& c) {
   if (es.empty())
     throw UsageError("no triplet with all three echoes answered and a valid solution: nothing to estimate delays from");
   std::sort(es.begin(), es.end(), [](const Estimate& x, const Estimate& y) { return x.at < y.at; });
-  const Nanos t0 = echoes.front().send;
-  const size_t steps = static_cast<size_t>((echoes.back().send - t0) / c.step) + 1;
+  const Nanos t0 = echoes.front().send, span = echoes.back().send - t0;  // read_record bounds the times
+  const uint64_t steps = static_cast<uint64_t>(span / c.step) + 1;
+  if (steps > kMaxWindows || steps > static_cast<uint64_t>(kMaxDuration / c.step))
+    throw UsageError("the echoes span " + std::to_string(span / kMillisecond) + " ms: a schedule of " +
+                     std::to_string(steps) + " steps of " + std::to_string(c.step / kMillisecond) +
+                     " ms would be longer than 1000 hours or " + std::to_string(kMaxWindows) + " lines");
   size_t first_estimate = 0, first_echo = 0, leading_empty = 0;
   for (size_t i = 0; i < steps; ++i) {
     const Nanos center = t0 + static_cast<Nanos>(i) * c.step + c.step / 2;
@@ -171,6 +178,10 @@ Record read_record(const std::string& path) {
     if (entry.has_footer()) r.ended = true;
     if (!entry.has_echo()) return;
     const Echo& e = entry.echo();
+    // CLOCK_MONOTONIC times: from 0 to 2^62 ns (146 years), so that no difference of two overflows.
+    if (e.send_ns() < 0 || e.send_ns() > kMaxTime || (e.replied() && (e.recv_ns() < 0 || e.recv_ns() > kMaxTime)))
+      throw UsageError(path + ": entry " + std::to_string(i) + ": a time outside 0 to 2^62 ns (sent at " +
+                       std::to_string(e.send_ns()) + " ns, answered at " + std::to_string(e.recv_ns()) + " ns)");
     r.echoes.push_back(
         {e.seq(), e.triplet(), e.index(), e.size(), e.send_ns(), e.recv_ns(), e.replied(), e.send_kernel()});
   });

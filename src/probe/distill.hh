@@ -47,7 +47,9 @@ struct Distilled {
   uint64_t triplets = 0, complete = 0, corrected = 0, unusable = 0, empty_windows = 0;
 };
 
-// Throws UsageError if no triplet is complete (nothing to estimate delays from).
+// Throws UsageError if no triplet is complete (nothing to estimate delays from), or if the echoes span more steps
+// than a schedule holds (longer than 1000 hours, tm-modulate's limit, or more than kMaxWindows lines).
+constexpr uint64_t kMaxWindows = 4000000;
 Distilled distill(std::vector<EchoRecord> echoes, const DistillConfig& config);
 
 // Reads the raw record at RAW, distills it and writes the schedule to OUT with a header naming the record, its
