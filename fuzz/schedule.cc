@@ -1,9 +1,10 @@
 // tm-modulate's schedules (Noble's 5-tuples and keyed lines): Schedule::parse on the input, then what
-// tm-modulate does with a schedule that parsed: each state described, and a Timeline asked for the state at
-// times across several periods, looping and played once.
+// tm-modulate does with a schedule that parsed: each state described, a Timeline asked for the state at times
+// across several periods, looping and played once, and a Bottleneck serving packets through it.
 #include <memory>
 
 #include "fuzz/fuzz.hh"
+#include "modulate/bottleneck.hh"
 #include "modulate/schedule.hh"
 
 using namespace tracemod;
@@ -36,6 +37,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(seg.state < s->states().size() && seg.begin <= t && t < seg.end);
       FUZZ_CHECK(seg.end - seg.begin == s->states()[seg.state].duration);
     }
+  }
+  // 300 packets of 1500 bytes, one every 5% of a period (so across 15 periods), through the bottleneck.
+  const Timeline line(s, start, false);
+  Bottleneck bottleneck(line);
+  for (int k = 0; k < 300; ++k) {
+    const Nanos arrival = start + s->period() / 20 * k + k;
+    const Service sv = bottleneck.serve(arrival, 1500, 1);
+    if (sv.fate == Service::kServed)
+      FUZZ_CHECK(sv.start >= arrival && sv.end >= sv.start && sv.state < s->states().size());
+    else
+      FUZZ_CHECK(sv.dropped >= arrival);
   }
   return 0;
 }
