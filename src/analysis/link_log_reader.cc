@@ -194,7 +194,7 @@ void LinkLogStats::add(const LogEvent& e, Nanos base) {
       case LogEvent::kDeparture:
         b->departure_bytes += e.bytes;
         b->departures += 1;
-        b->delay_sum += e.delay;
+        b->delay_sum = saturating_add(b->delay_sum, e.delay);  // a delay may be 285 years: two would wrap
         b->max_delay = std::max(b->max_delay, e.delay);
         break;
     }

@@ -73,7 +73,7 @@ class DelayHistogram {
 struct LogBin {
   uint64_t capacity_bytes = 0, arrival_bytes = 0, departure_bytes = 0, drop_bytes = 0;
   uint64_t departures = 0, drop_packets = 0;
-  Nanos max_delay = 0, delay_sum = 0;  // of the departures in the bin
+  Nanos max_delay = 0, delay_sum = 0;  // of the departures in the bin (the sum stops at kNever)
 };
 
 // Totals, bins and delays of a whole log. Times are relative to the base timestamp, as in mm-throughput-graph.

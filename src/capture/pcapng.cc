@@ -69,7 +69,7 @@ void PcapngWriter::option(uint16_t code, const void* value, uint16_t size) {
   uint8_t* p = grow(4 + padded(size));
   std::memcpy(p, &code, 2);
   std::memcpy(p + 2, &size, 2);
-  std::memcpy(p + 4, value, size);
+  if (size) std::memcpy(p + 4, value, size);  // opt_endofopt has no value: memcpy from null is undefined
   std::memset(p + 4 + size, 0, padded(size) - size);
 }
 

@@ -236,6 +236,12 @@ std::vector<double> read_samples(const std::string& path) {
   if (samples.size() < 2) throw UsageError(path + ": fewer than two samples");
   if (std::all_of(samples.begin(), samples.end(), [&](double x) { return x == samples[0]; }))
     throw UsageError(path + ": all samples are equal: no spread to draw from");
+  // Their shape is taken relative to their mean and spread: both must be finite, the spread above 0 (values
+  // near 1e200 square to infinity, values near 1e-320 to 0), or every sample would be NaN.
+  const Moments m = moments(samples);
+  if (!std::isfinite(m.mean) || !std::isfinite(m.sd) || m.sd <= 0)
+    throw UsageError(path + ": the samples' mean and standard deviation are out of a double's range (values too "
+                     "large or too close together)");
   return samples;
 }
 
@@ -249,6 +255,9 @@ Distribution jitter_distribution(const std::string& option, const std::string& n
     throw UsageError("invalid " + option + " '': expected uniform, normal, pareto, paretonormal or a file");
   std::vector<double> samples = read_samples(name);
   const double sd = jitter == 0 ? moments(samples).sd * 1e6 : j;  // the samples' own spread, in milliseconds
+  if (sd > static_cast<double>(kMaxDelay))
+    throw UsageError(name + ": the samples' standard deviation, " + ms(sd) +
+                     ", is above an hour, the largest jitter (give --jitter to scale them)");
   return Distribution::table(std::move(samples), 0, sd);
 }
 

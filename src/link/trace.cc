@@ -104,6 +104,8 @@ class TraceBuilder {
   void line(std::string_view text) {
     ++lines_;
     if (text.empty()) fail("empty line");
+    // load() reads a chunk at a time: a longer line, even of leading zeros, is refused alike from memory.
+    if (text.size() >= kReadChunk) fail("a line of more than " + std::to_string(kReadChunk - 1) + " bytes");
     uint64_t ms = 0;
     size_t i = 0;
     for (; i < text.size() && is_digit(text[i]); ++i) {
@@ -184,7 +186,7 @@ DeliveryTrace DeliveryTrace::load(const std::string& path) {
   std::vector<char> buf(kReadChunk);
   size_t held = 0;  // bytes of an unfinished line at the start of buf
   for (;;) {
-    if (held == buf.size()) break;  // a line longer than a chunk: parsed as the last, it fails as junk
+    if (held == buf.size()) break;  // a line longer than a chunk: parsed as the last, it is refused
     const ssize_t n = ::read(fd.get(), buf.data() + held, buf.size() - held);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));

@@ -66,9 +66,12 @@ Layout parse(const Packet& p) {
   if (p.vnet().flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) l.l4 = p.vnet().csum_start;  // covers IPv6 extension headers
   // The IP header (for IPv6, its addresses) must lie before L4, whatever csum_start claims.
   if (l.l4 < l.l3 + (l.v4 ? 20u : 40u)) return l;
-  // The L4 header must fit: 20 bytes for TCP, 8 for UDP.
+  // The L4 header must fit: 20 bytes for TCP, 8 for UDP; a TCP data offset must cover the 20 (below, the
+  // fields fix_headers() writes would lie past the headers it copies).
   if (l.l4 + (l.tcp ? 20u : 8u) > n) return l;
-  l.payload = l.l4 + (l.tcp ? (f[l.l4 + 12] >> 4) * 4u : 8u);
+  const uint32_t l4_header = l.tcp ? (f[l.l4 + 12] >> 4) * 4u : 8u;
+  if (l4_header < (l.tcp ? 20u : 8u)) return l;
+  l.payload = l.l4 + l4_header;
   l.ok = l.payload < n;
   return l;
 }

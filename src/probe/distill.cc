@@ -21,6 +21,8 @@
 namespace tracemod::probe {
 namespace {
 
+constexpr Nanos kMaxTime = Nanos{1} << 62;
+
 // One triplet's solution of the model.
 struct Estimate {
   Nanos at;  // when its small echo was sent
@@ -137,6 +139,9 @@ Distilled distill(std::vector<EchoRecord> echoes, const DistillConfig& c) {
                      " to " + format_ms(echoes.back().send) + " ms of CLOCK_MONOTONIC): " + std::to_string(steps) +
                      " windows of " + format_ms(c.step) + " ms, more than " + std::to_string(kMaxWindows) +
                      " (a longer --step makes fewer)");
+  if (steps > static_cast<uint64_t>(kMaxDuration / c.step))
+    throw UsageError("the echoes span " + format_ms(echoes.back().send - t0) + " ms: a schedule of " +
+                     std::to_string(steps) + " steps of " + format_ms(c.step) + " ms would last more than 1000 hours");
   size_t first_estimate = 0, first_echo = 0, leading_empty = 0;
   for (size_t i = 0; i < steps; ++i) {
     const Nanos center = t0 + static_cast<Nanos>(i) * c.step + c.step / 2;
@@ -191,6 +196,11 @@ void check_echo(const std::string& path, uint64_t n, const Echo& e) {
   if (e.send_ns() < 0 || (e.replied() && e.recv_ns() < 0))
     throw bad_entry(path, n,
                     "a negative time (sent at " + std::to_string(e.send_ns()) + " ns, answered at " +
+                        std::to_string(e.recv_ns()) + " ns)");
+  // CLOCK_MONOTONIC times up to 2^62 ns (146 years), so that no difference of two overflows.
+  if (e.send_ns() > kMaxTime || (e.replied() && e.recv_ns() > kMaxTime))
+    throw bad_entry(path, n,
+                    "a time past 2^62 ns (sent at " + std::to_string(e.send_ns()) + " ns, answered at " +
                         std::to_string(e.recv_ns()) + " ns)");
 }
 

@@ -76,7 +76,8 @@ std::string distill(const std::string& raw_path, const std::string& prefix) {
   });
   stats.finish();
   for (int64_t s = 0; s <= per_second.rbegin()->first; ++s) {  // seconds without arrivals too
-    const auto counts = per_second[s];
+    const auto it = per_second.find(s);  // not operator[]: a second without arrivals needs no entry
+    const std::pair<uint64_t, int64_t> counts = it == per_second.end() ? std::pair<uint64_t, int64_t>{} : it->second;
     std::fprintf(loss.get(), "%lld %llu %lld\n", static_cast<long long>(s),
                  static_cast<unsigned long long>(counts.first), static_cast<long long>(counts.second));
   }

@@ -63,8 +63,14 @@ class ShortfallEstimate {
     uint64_t arrivals = 0;
     bool dry = false;
   };
+  // After this many milliseconds without arrivals, closing one more changes nothing but missed().
+  static constexpr int64_t kSameAfter = kRateSpan + kPeakSpan;
+
   Bin& bin(int64_t index);
   void close_before(int64_t index);
+  void close(const Bin& b);
+  void close_gap(int64_t now, int64_t from, int64_t to);
+  void close_empty(int64_t count, bool dry);
   double recent_rate() const;
 
   bool started_ = false;

@@ -102,6 +102,15 @@ TEST(LinkLogBins, EventsFallIntoBinsFromTheBase) {
   EXPECT_EQ(s.bins()[2].delay_sum, 10 * kMillisecond);
 }
 
+TEST(LinkLogBins, TheSumOfDelaysStopsAtNeverRatherThanWrap) {
+  // Two departures delayed by the largest time a line may hold, 9e12 ms: their sum overflowed int64
+  // (undefined behaviour, found by the link-log fuzz target: fuzz/regressions/link-log/delay-sum-overflow).
+  const LinkLogStats s = read("# base timestamp: 0\n1 - 1500 9000000000000\n2 - 1500 9000000000000\n");
+  EXPECT_EQ(s.totals().delay_sum, kNever);
+  EXPECT_EQ(s.bins()[0].delay_sum, kNever);
+  EXPECT_EQ(s.totals().max_delay, 9000000000000 * kMillisecond);
+}
+
 TEST(LinkLogBins, LinesOutOfOrderGrowTheBinsBackwards) {
   const LinkLogStats s = read("# base timestamp: 0\n25 # 1500\n3 + 1500\n0 + 1\n", 10 * kMillisecond);
   ASSERT_EQ(s.bins().size(), 3u);

@@ -204,6 +204,22 @@ TEST(ProbeDistill, NoCompleteTripletIsAnError) {
   EXPECT_THROW(distill(all, DistillConfig{}), UsageError);
 }
 
+// One schedule line per step: echoes spanning more than 1000 hours (tm-modulate's longest schedule) or more than
+// kMaxWindows steps are refused before a window is made (fuzz/regressions/probe-raw: years of 1 s windows ran out
+// of memory).
+TEST(ProbeDistill, EchoesSpanningMoreThanAScheduleHoldsAreAnError) {
+  const Path p;
+  std::vector<EchoRecord> all = triplet(0, 5000 * kMs, p);
+  const auto later = triplet(1, 5000 * kMs + kMaxDuration - 2000 * kMs, p);
+  all.insert(all.end(), later.begin(), later.end());
+  DistillConfig hours;
+  hours.step = hours.window = 3600 * 1000 * kMs;
+  EXPECT_EQ(distill(all, hours).tuples.size(), 1000u);  // 999:59:58 of echoes: 1000 hourly lines
+  all.back().send += 3000 * kMs, all.back().recv += 3000 * kMs;
+  EXPECT_THROW(distill(all, hours), UsageError);  // a second past 1000 h
+  EXPECT_THROW(distill(all, DistillConfig{}), UsageError);  // 3.6 million 1 s steps: under 1000 h, but too many
+}
+
 std::string temp_path(const char* name) {
   return std::string("/tmp/tm-probe-test-") + std::to_string(getpid()) + "-" + name;
 }
@@ -365,6 +381,18 @@ TEST(ProbeDistill, ABadRecordNamesItself) {
     ADD_FAILURE() << "distilled text";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(raw + ": ", 0), 0u) << e.what();
+  }
+  unlink(raw.c_str());
+  // A time a monotonic clock cannot show: differences of it would overflow.
+  std::vector<EchoRecord> echoes = steady(3, Path{});
+  echoes[4].recv = -1;
+  write_record(raw, echoes);
+  try {
+    distill_file(raw, temp_path("bad.sched"), DistillConfig{});
+    ADD_FAILURE() << "distilled a negative time";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), raw + ": entry 6: a negative time (sent at " +
+                                         std::to_string(echoes[4].send) + " ns, answered at -1 ns)");
   }
   unlink(raw.c_str());
   EXPECT_EQ(default_schedule_path("walk.raw"), "walk.sched");

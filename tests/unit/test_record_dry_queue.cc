@@ -131,5 +131,23 @@ TEST(RecordShortfall, ABurstCountsAtWhatTheLinkWasSeenDelivering) {
   EXPECT_DOUBLE_EQ(e.missed(), 3 * 25);
 }
 
+TEST(RecordShortfall, AGapOfAnyLengthMissesTheRecentRateEachMillisecondWithoutHoldingIt) {
+  // A gap shorter than ShortfallEstimate::kSameAfter is closed a millisecond at a time, a longer one in bulk:
+  // the same count either way. A month of them once allocated a bin per millisecond (fuzz/regressions/record-raw).
+  for (const Nanos gap : {Nanos{900}, Nanos{90000}, Nanos{30} * 86400 * 1000}) {
+    DryQueue d;
+    ShortfallEstimate e;
+    e.add(0, d.add(-kMs, 0));  // the path's own delay: 1 ms
+    deliver(d, e, 1, 300, 2);  // 2 per ms; the last batch at 299 ms
+    // Then nothing for GAP ms, and a packet the queue had to wait for: dry from 299 ms until it arrived.
+    const Nanos t = (300 + gap) * kMs;
+    e.add(t, d.add(t - kMs - 500 * kUs, t));
+    e.finish();
+    EXPECT_EQ(e.moments(), 1u);
+    EXPECT_EQ(e.dry_time(), t - 500 * kUs - 299 * kMs);
+    EXPECT_DOUBLE_EQ(e.missed(), 2.0 * static_cast<double>(gap)) << gap;  // 299 ms delivered its 2
+  }
+}
+
 }  // namespace
 }  // namespace tracemod::record

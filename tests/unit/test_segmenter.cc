@@ -279,6 +279,22 @@ TEST(Segmenter, NonIpEthertypeIsNotSplit) {
   EXPECT_EQ(count_segments(p), 1u);
 }
 
+TEST(Segmenter, TcpDataOffsetBelowFiveIsNotSplit) {
+  // Its fields (sequence number, flags, checksum) would be written past the headers copied for each segment: a
+  // heap overflow found by fuzz/pcap.cc (fuzz/regressions/pcap/tcp-data-offset-0).
+  BufferPool pool;
+  for (uint8_t offset = 0; offset < 5; ++offset) {
+    const FrameSpec s = gso_spec(false, fake::kTcp, 1000, 3000);
+    std::vector<uint8_t> f = fake::frame_bytes(s);
+    f[fake::l4_offset(s) + 12] = static_cast<uint8_t>(offset << 4);
+    const Packet p = fake::make_packet(pool, f, fake::vnet_for(s));
+    bool ok = true;
+    EXPECT_TRUE(split(pool, p, &ok).empty()) << int{offset};
+    EXPECT_FALSE(ok);
+    EXPECT_EQ(count_segments(p), 1u);
+  }
+}
+
 TEST(Segmenter, HeaderOnlyGsoFrameIsNotSplit) {
   BufferPool pool;
   const FrameSpec s = gso_spec(false, fake::kTcp, 1000, 0);

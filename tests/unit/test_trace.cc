@@ -166,6 +166,22 @@ TEST(TraceLoad, ReadsFilesAcrossChunkBoundaries) {
   EXPECT_EQ(t.period_ms(), last);
 }
 
+TEST(TraceLoad, ALineLongerThanAChunkIsRefusedFromAFileAsFromMemory) {
+  // A megabyte of leading zeros: load() used to read the chunk's zeros as the line and ignore the rest of the
+  // file, while parse() read the whole line (the trace fuzz target compares the two).
+  const std::string text = "5\n" + std::string(1 << 20, '0') + "50\n60\n";
+  TempFile f(text);
+  const std::string why = ":2: a line of more than 1048575 bytes";
+  EXPECT_EQ(parse_error(text), "t.trace" + why);
+  try {
+    DeliveryTrace::load(f.path);
+    ADD_FAILURE() << "loaded";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), f.path + why);
+  }
+  EXPECT_EQ(parse_error("5\n" + std::string((1 << 20) - 3, '0') + "50\n"), "");  // 1048575 bytes: fine
+}
+
 TEST(TraceLoad, ErrorsCarryThePath) {
   TempFile f("1\n2\n1\n");
   EXPECT_THROW(
