@@ -1,6 +1,6 @@
 // Writes the binary seeds of fuzz/corpus with the project's own writers, so the fuzz targets start from what
 // the tools really write: tm-record's raw records (record::Recorder), tm-probe's (DelimitedWriter and
-// ProbeEntry, as run_probe and the prober write them), and frames with the virtio-net headers the kernel gives
+// ProbeEntry, as run_probe and the prober write them: keep the header in step with run_probe's), and frames with the virtio-net headers the kernel gives
 // the ferry (plain, TCP and UDP GSO, IPv4 and IPv6) for the pcap writer. Not built by default:
 //
 //   make fuzz/make-seeds && fuzz/make-seeds fuzz/corpus
@@ -18,6 +18,7 @@
 
 #include "packet/packet.hh"
 #include "probe/probe.pb.h"
+#include "probe/prober.hh"  // kRawRecordKind
 #include "record/recorder.hh"
 #include "util/delimited.hh"
 #include "util/error.hh"
@@ -46,7 +47,7 @@ void record_raw(const fs::path& out, int n, std::vector<int> skip, int late, boo
       if (std::find(skip.begin(), skip.end(), seq) != skip.end() || seq == late) continue;
       const Nanos send = kBoot + seq * kMs, recv = send + 20 * kMs + (seq % 50) * kMs / 5 + 777;
       r.on_arrival(static_cast<uint64_t>(seq), send, recv, 1500);
-      if (seq == late + 1) r.on_arrival(static_cast<uint64_t>(late), kBoot + late * kMs, recv + 100, 1500);
+      if (late >= 0 && seq == late + 1) r.on_arrival(static_cast<uint64_t>(late), kBoot + late * kMs, recv + 100, 1500);
     }
     r.finish("duration");
   }
@@ -61,6 +62,7 @@ void probe_raw(const fs::path& out, int triplets, int lose, bool footer) {
   DelimitedWriter w(out.string());
   probe::ProbeEntry entry;
   probe::Header* h = entry.mutable_header();
+  h->set_kind(probe::kRawRecordKind);
   h->set_format_version(1);
   h->set_tool_version("seed");
   h->set_target("192.0.2.1");

@@ -36,6 +36,10 @@ void check_packet(const std::string& path, uint64_t n, const Packet& p, Arrivals
     throw bad_entry(path, n,
                     "a negative time (sent at " + std::to_string(p.send_ns()) + " ns, received at " +
                         std::to_string(p.recv_ns()) + " ns)");
+  if (p.send_ns() > kMaxTime || p.recv_ns() > kMaxTime)
+    throw bad_entry(path, n,
+                    "a time past 2^62 ns (sent at " + std::to_string(p.send_ns()) + " ns, received at " +
+                        std::to_string(p.recv_ns()) + " ns)");
   if (p.size() == 0 || p.size() > kMaxIpBytes)
     throw bad_entry(path, n,
                     "size " + std::to_string(p.size()) + " is not that of an IP packet (1 to " +

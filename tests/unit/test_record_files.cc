@@ -270,6 +270,10 @@ TEST(RecordRaw, ImpossibleEntriesAreRefusedNamingTheEntry) {
   };
   EXPECT_EQ(with("neg", {packet_entry(0, 0, -10 * kMs)}),
             ": entry 2: a negative time (sent at 0 ns, received at -10000000 ns)");
+  // A send time near 2^63 overflowed the one-way delays distill compares (UBSan in the record-raw fuzz target:
+  // fuzz/regressions/record-raw/send-time-near-2-63).
+  EXPECT_EQ(with("late", {packet_entry(0, kNever, 10 * kMs)}),
+            ": entry 2: a time past 2^62 ns (sent at 9223372036854775807 ns, received at 10000000 ns)");
   EXPECT_EQ(with("size", {packet_entry(0, 0, 10 * kMs, 0)}),
             ": entry 2: size 0 is not that of an IP packet (1 to 65575 bytes)");
   EXPECT_EQ(with("again", {packet_entry(0, 0, 10 * kMs), header_entry()}), ": entry 3: a second header");
