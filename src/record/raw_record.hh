@@ -32,8 +32,8 @@ constexpr Nanos kMaxTime = Nanos{1} << 62;
 // mid-write) ends the file quietly. Anything else that is not what a recorder writes throws
 // UsageError("PATH: why") or ("PATH: entry N: why") before VISIT sees it: another format (a tm-probe record:
 // check_raw_header), a format_version other than 1, a direction other than up or down, sizes outside the
-// bounds above, a negative time or one past kMaxTime, arrivals out of time order (beyond kMaxStepBack) or spanning more than
-// kMaxRecording. Returns the number of entries read.
+// bounds above, a negative time or one past kMaxTime, arrivals out of time order (beyond kMaxStepBack) or
+// spanning more than kMaxRecording. Returns the number of entries read.
 uint64_t read_raw(const std::string& path, const std::function<void(const RawEntry&)>& visit);
 
 }  // namespace tracemod::record
