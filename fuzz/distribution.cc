@@ -3,9 +3,10 @@
 // (tm-delay --distribution FILE, netem's tables), with the jitter given and without (the samples' own spread).
 // A distribution that was accepted is described and sampled as the queues sample it, with and without
 // correlation; its samples must be numbers (a NaN would become a delay of "never").
+#include "channel/distribution.hh"
+
 #include <cmath>
 
-#include "channel/distribution.hh"
 #include "fuzz/fuzz.hh"
 
 using namespace tracemod;

@@ -25,12 +25,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 namespace tracemod::fuzz {
 
 // A property of what the parser returned: false aborts with the condition, file and line.
-#define FUZZ_CHECK(cond)                                                                                \
-  do {                                                                                                  \
-    if (!(cond)) {                                                                                      \
-      std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond);                \
-      std::abort();                                                                                     \
-    }                                                                                                   \
+#define FUZZ_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      std::fprintf(stderr, "%s:%d: FUZZ_CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                                      \
+    }                                                                                    \
   } while (0)
 
 inline std::string_view text(const uint8_t* data, size_t size) {

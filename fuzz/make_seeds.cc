@@ -1,7 +1,8 @@
 // Writes the binary seeds of fuzz/corpus with the project's own writers, so the fuzz targets start from what
 // the tools really write: tm-record's raw records (record::Recorder), tm-probe's (DelimitedWriter and
-// ProbeEntry, as run_probe and the prober write them: keep the header in step with run_probe's), and frames with the virtio-net headers the kernel gives
-// the ferry (plain, TCP and UDP GSO, IPv4 and IPv6) for the pcap writer. Not built by default:
+// ProbeEntry, as run_probe and the prober write them: keep the header in step with run_probe's), and frames with the
+// virtio-net headers the kernel gives the ferry (plain, TCP and UDP GSO, IPv4 and IPv6) for the pcap writer. Not built
+// by default:
 //
 //   make fuzz/make-seeds && fuzz/make-seeds fuzz/corpus
 //

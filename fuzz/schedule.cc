@@ -1,18 +1,21 @@
 // tm-modulate's schedules (Noble's 5-tuples and keyed lines): Schedule::parse on the input, then what
 // tm-modulate does with a schedule that parsed: each state described, a Timeline asked for the state at times
 // across several periods, looping and played once, and a Bottleneck serving packets through it.
+#include "modulate/schedule.hh"
+
 #include <memory>
 
 #include "fuzz/fuzz.hh"
 #include "modulate/bottleneck.hh"
-#include "modulate/schedule.hh"
 
 using namespace tracemod;
 using namespace tracemod::modulate;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::shared_ptr<const Schedule> s;
-  if (!fuzz::accepted([&] { s = std::make_shared<const Schedule>(Schedule::parse(std::string(fuzz::text(data, size)), "fuzz.sched")); }))
+  if (!fuzz::accepted([&] {
+        s = std::make_shared<const Schedule>(Schedule::parse(std::string(fuzz::text(data, size)), "fuzz.sched"));
+      }))
     return 0;
   FUZZ_CHECK(!s->states().empty() && s->period() > 0 && s->period() <= kMaxDuration);
   Nanos sum = 0;

@@ -2,19 +2,20 @@
 // DeliveryTrace::load on the same bytes from a file (its chunked reader must agree with parse), and what the
 // tools do with a trace that parsed: its runs, two cursors (looping and --once) and a skip, tm-trace's
 // validate line and, for traces of at most 100 s, its window statistics.
+#include "link/trace.hh"
+
 #include <algorithm>
 #include <cstring>
 
 #include "frontend/trace_tools.hh"
 #include "fuzz/fuzz.hh"
-#include "link/trace.hh"
 
 using namespace tracemod;
 
 namespace {
 
 constexpr uint64_t kStatsUpToMs = 100000;  // window statistics cost a number per window: keep runs fast
-constexpr int kSteps = 2000;                // opportunities walked per cursor
+constexpr int kSteps = 2000;               // opportunities walked per cursor
 
 void walk(const DeliveryTrace& t, bool once) {
   auto c = t.cursor(once);
@@ -23,7 +24,8 @@ void walk(const DeliveryTrace& t, bool once) {
     const Nanos n = c->next();
     if (n == kNever) {
       // A --once trace ends after one period; a looping one only where its times would no longer fit (2^62 ns).
-      FUZZ_CHECK(once ? static_cast<uint64_t>(i) == t.opportunities() : last + t.period_ms() * kMillisecond > kNever / 2);
+      FUZZ_CHECK(once ? static_cast<uint64_t>(i) == t.opportunities()
+                      : last + t.period_ms() * kMillisecond > kNever / 2);
       return;
     }
     FUZZ_CHECK(n >= last);

@@ -240,7 +240,8 @@ std::vector<double> read_samples(const std::string& path) {
   // near 1e200 square to infinity, values near 1e-320 to 0), or every sample would be NaN.
   const Moments m = moments(samples);
   if (!std::isfinite(m.mean) || !std::isfinite(m.sd) || m.sd <= 0)
-    throw UsageError(path + ": the samples' mean and standard deviation are out of a double's range (values too "
+    throw UsageError(path +
+                     ": the samples' mean and standard deviation are out of a double's range (values too "
                      "large or too close together)");
   return samples;
 }

@@ -194,7 +194,8 @@ def mutated(draw):
             lines[i], lines[j] = lines[j], lines[i]
         elif op == "insert":
             at = draw(st.integers(0, len(lines[i])))
-            lines[i] = lines[i][:at] + draw(st.sampled_from(list("[]{}=\"'#,.\\ \t") + ["\n", "[[", "]]"])) + lines[i][at:]
+            stray = draw(st.sampled_from(list("[]{}=\"'#,.\\ \t") + ["\n", "[[", "]]"]))
+            lines[i] = lines[i][:at] + stray + lines[i][at:]
         else:
             at = draw(st.integers(0, len(lines[i])))
             lines[i] = lines[i][:at]

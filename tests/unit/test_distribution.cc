@@ -132,11 +132,13 @@ TEST(Distribution, BadFilesNameTheLine) {
   EXPECT_NE(error("/nonexistent/table").find("No such file"), std::string::npos);
   // Samples whose spread a double cannot hold would make every delay NaN (fuzz/regressions/distribution).
   const std::string huge = fake::scratch_file("huge.txt", "-18 1e240 20\n");
-  EXPECT_EQ(error(huge), huge + ": the samples' mean and standard deviation are out of a double's range (values too "
-                                "large or too close together)");
+  EXPECT_EQ(error(huge), huge +
+                             ": the samples' mean and standard deviation are out of a double's range (values too "
+                             "large or too close together)");
   const std::string tiny = fake::scratch_file("tiny.txt", "1e-320 0 0\n");
-  EXPECT_EQ(error(tiny), tiny + ": the samples' mean and standard deviation are out of a double's range (values too "
-                                "large or too close together)");
+  EXPECT_EQ(error(tiny), tiny +
+                             ": the samples' mean and standard deviation are out of a double's range (values too "
+                             "large or too close together)");
 }
 
 TEST(Distribution, AFileOwnSpreadIsAtMostAnHourAsAJittersIs) {

@@ -216,7 +216,7 @@ TEST(ProbeDistill, EchoesSpanningMoreThanAScheduleHoldsAreAnError) {
   hours.step = hours.window = 3600 * 1000 * kMs;
   EXPECT_EQ(distill(all, hours).tuples.size(), 1000u);  // 999:59:58 of echoes: 1000 hourly lines
   all.back().send += 3000 * kMs, all.back().recv += 3000 * kMs;
-  EXPECT_THROW(distill(all, hours), UsageError);  // a second past 1000 h
+  EXPECT_THROW(distill(all, hours), UsageError);            // a second past 1000 h
   EXPECT_THROW(distill(all, DistillConfig{}), UsageError);  // 3.6 million 1 s steps: under 1000 h, but too many
 }
 
