@@ -22,6 +22,9 @@ INSTALLED_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # nothing of the build tree, n
 EXAMPLE = "/usr/share/doc/tracemod/examples/droptail-vs-codel.toml"
 # Directories that are the package's own: gone after the purge, whatever dpkg -L lists.
 OWN_DIRS = ("/usr/share/tracemod", "/usr/share/doc/tracemod", "/usr/share/doc/tracemod-run")
+# Written before this test installs the packages, removed once they are purged: a run killed in between (a CI
+# timeout, a session's end) leaves it, and the next run purges what that run installed instead of refusing.
+MARKER = "/var/tmp/tracemod-test-package.installed"
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("CI", "").lower() != "true" and os.environ.get("TM_TEST_PACKAGE") != "1",
@@ -50,8 +53,10 @@ def installed(package):
 @pytest.fixture(scope="module")
 def changes(tmp_path_factory):
     """Builds the packages from the release tree; returns their .changes file."""
+    if os.path.exists(MARKER):
+        purge()
     for package in PACKAGES:
-        assert not installed(package), f"{package} is installed already: this test would replace and purge it"
+        assert not installed(package), f"{package} is installed, not by this test: it would replace and purge it"
     work = tmp_path_factory.mktemp("package")
     tree = str(work / "tracemod")
     run(["make", "-C", BUILDDIR, "distdir", f"distdir={tree}", f"top_distdir={tree}"], timeout=300)
@@ -82,6 +87,7 @@ def test_the_installed_package_runs_the_demo_and_an_example_and_purges_clean(cha
     listed = set()
     try:
         files = [glob.glob(os.path.join(os.path.dirname(changes), f"{package}_*.deb"))[0] for package in PACKAGES]
+        open(MARKER, "w").close()
         run(["apt-get", "install", "-y", "-q", *files], timeout=600, env={"DEBIAN_FRONTEND": "noninteractive"})
         for package in PACKAGES:
             listed |= set(run(["dpkg", "-L", package], timeout=30).split("\n")) - {"", "/."}
@@ -89,13 +95,20 @@ def test_the_installed_package_runs_the_demo_and_an_example_and_purges_clean(cha
         for who in (root, user):
             run_installed(who, public_tmp / who.name)
     finally:
-        subprocess.run(["apt-get", "purge", "-y", "-q", *PACKAGES], stdin=subprocess.DEVNULL, capture_output=True,
-                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), timeout=300)
-    for package in PACKAGES:
-        assert not installed(package), f"{package} is still installed after apt-get purge"
+        purge()
     left = [p for p in sorted(listed) if os.path.lexists(p) and not (os.path.isdir(p) and owned_by_another(p))]
     left += [d for d in OWN_DIRS if os.path.lexists(d)]
     assert not left, f"left behind by the purge: {left}"
+
+
+def purge():
+    """Purges the packages this test installed, then forgets that it installed them."""
+    subprocess.run(["apt-get", "purge", "-y", "-q", *PACKAGES], stdin=subprocess.DEVNULL, capture_output=True,
+                   env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), timeout=300)
+    for package in PACKAGES:
+        assert not installed(package), f"{package} is still installed after apt-get purge"
+    if os.path.exists(MARKER):
+        os.unlink(MARKER)
 
 
 def owned_by_another(directory):
