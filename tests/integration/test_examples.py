@@ -10,7 +10,6 @@ import re
 import shlex
 import subprocess
 
-import pytest
 import yaml
 
 from conftest import BINDIR, TRACES
@@ -77,7 +76,7 @@ def start_level(words, cwd):
     assert r.returncode == 0, f"{shlex.join(words)}: {r.stderr}"
 
 
-def test_every_example_file_is_checked(tmp_path):
+def test_every_example_file_is_checked():
     files = example_files()
     claimed = {f for f in files if f.endswith((".toml", ".schedule", ".sh", ".yaml"))}
     claimed.add("sites/make-site")
