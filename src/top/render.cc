@@ -74,6 +74,8 @@ std::string shell_line(const live::ShellState& s, size_t width) {
   std::string line = indent(s) + pid + h.tool + (h.arguments[0] ? " " : "") + h.arguments;
   if (h.command[0]) line += std::string(" -- ") + h.command;
   if (s.ended) line += " (ended)";
+  std::replace_if(
+      line.begin(), line.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }, ' ');
   return fit(line, width);
 }
 

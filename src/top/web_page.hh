@@ -12,7 +12,7 @@ body { font: 14px system-ui, sans-serif; margin: 1em 2em; color: #222; }
 h1 { font-size: 1.3em; margin: 0 0 .3em 0; }
 #status { color: #666; margin-bottom: 1em; }
 .shell { margin: 0 0 1.2em 0; }
-.head { font-family: monospace; font-weight: bold; white-space: pre; }
+.head { font-family: monospace; font-weight: bold; white-space: pre; overflow: hidden; text-overflow: ellipsis; }
 .dirs { display: flex; flex-wrap: wrap; gap: 2em; }
 .fig { font-family: monospace; white-space: pre; font-size: 12px; }
 canvas { display: block; border-left: 1px solid #999; border-bottom: 1px solid #999; }
@@ -85,8 +85,9 @@ function render(data) {
     const box = shellBox(s);
     list.appendChild(box);  // appending again keeps the tree order
     seen.add(box.id);
-    box.querySelector(".head").textContent = "  ".repeat(s.level) + s.pid + " " + s.tool + " " + s.arguments +
-      (s.command ? " -- " + s.command : "") + (s.ended ? " (ended)" : "");
+    const line = s.pid + " " + s.tool + " " + s.arguments + (s.command ? " -- " + s.command : "");
+    box.querySelector(".head").textContent = "  ".repeat(s.level) + line.replace(/\s+/g, " ") +
+      (s.ended ? " (ended)" : "");
     drawDirection(box.querySelector(".uplink"), "up  ", s.uplink);
     drawDirection(box.querySelector(".downlink"), "down", s.downlink);
   });
