@@ -23,13 +23,13 @@ QUEUE_PACKETS = 60
 DATAGRAM = 1400  # UDP payload: 1428 IP bytes
 SEND_PPS = 1000  # 11.4 Mbit/s of IP into an 8 Mbit/s link: the queue fills and drops the excess
 
-# Paced UDP datagrams from inside the shell to the link's outer end for SECONDS (nobody listens there: the
-# datagrams only have to cross the link). Absolute send times, so a late wake-up does not lower the rate.
+# Paced UDP datagrams from inside the shells to the outermost one's outer end for SECONDS (nobody listens there:
+# the datagrams only have to cross the links). Absolute send times, so a late wake-up does not lower the rate.
 SENDER = f"""
 import os, socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
-to, seconds, payload = (os.environ["TM_OUTER"], 9), float(sys.argv[1]), b"x" * {DATAGRAM}
+to, seconds, payload = (os.environ["TM_OUTSIDE"], 9), float(sys.argv[1]), b"x" * {DATAGRAM}
 start = time.monotonic()
 for i in range(int(seconds * {SEND_PPS})):
     wait = start + i / {SEND_PPS} - time.monotonic()
@@ -167,8 +167,8 @@ def wait_for_shells(who, tools, count, timeout=10):
 
 
 def test_json_and_once_show_nested_shells_as_a_tree(who, tools, spawn):
-    stack = spawn(who, tools.shell("tm-delay", 30, cmd=tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit",
-                                                                   cmd=["sleep", "8"])))
+    link = tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit", cmd=["sleep", "8"])
+    stack = spawn(who, tools.shell("tm-delay", 30, cmd=link))
     shells = wait_for_shells(who, tools, 2)
     assert [s["tool"] for s in shells] == ["tm-delay", "tm-link"], shells
     outer, inner = shells
@@ -184,7 +184,8 @@ def test_json_and_once_show_nested_shells_as_a_tree(who, tools, spawn):
     lines = text.stdout.splitlines()
     assert len(lines) == 6 and all(len(line) <= 80 for line in lines), text.stdout
     assert re.match(rf"\s*{stack.pid} tm-delay 30 -- ", lines[0]), lines[0]
-    assert re.match(r"\s{2}\s*\d+ tm-link --uplink-rate 12mbit", lines[3]), lines[3]  # indented: it runs inside tm-delay
+    # Indented: it runs inside tm-delay.
+    assert re.match(r"\s{2}\s*\d+ tm-link --uplink-rate 12mbit", lines[3]), lines[3]
     stack.kill()  # SIGKILL: its page goes with it
     stack.wait(timeout=TIMEOUT)
     deadline = time.monotonic() + 10
@@ -301,3 +302,20 @@ def test_meter_keeps_the_last_line_of_a_terminal_while_output_scrolls_above(who,
         term.kill()
     assert rows[19].startswith("tm-delay up "), rows
     assert "output 60" in "\n".join(rows[:19]) and "output 1\n" not in "\n".join(rows), rows  # scrolled above it
+
+
+def test_drops_are_told_apart_by_cause_and_a_schedule_shows_its_state(who, tools, spawn, public_tmp):
+    """tm-loss's drops count as loss, tm-onoff's while off as an outage, and tm-onoff shows its state."""
+    schedule = public_tmp / "off-after-half-a-second.sched"
+    schedule.write_text("0.5s off\n")  # on until 0.5 s, then off for good
+    os.chmod(schedule, 0o644)
+    spawn(who, tools.shell("tm-onoff", "--schedule", str(schedule),
+                           cmd=tools.shell("tm-loss", "uplink", "30%", "--seed", 1, cmd=sender(6))))
+    time.sleep(2)
+    onoff, loss = wait_for_shells(who, tools, 2)
+    assert (onoff["tool"], loss["tool"]) == ("tm-onoff", "tm-loss")
+    lost, off = loss["uplink"]["drops_per_s"], onoff["uplink"]["drops_per_s"]
+    assert 200 <= lost["loss"] <= 400 and lost["queue"] == lost["outage"] == lost["aqm"] == 0, loss["uplink"]
+    assert 600 <= off["outage"] <= 800 and off["loss"] == off["queue"] == 0, onoff["uplink"]  # what tm-loss left
+    assert onoff["uplink"]["state"] == "off" and loss["uplink"]["state"] == "", (onoff, loss)
+    assert loss["uplink"]["totals"]["dropped_packets"]["loss"] > 0
