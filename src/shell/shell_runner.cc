@@ -256,10 +256,10 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   auto down = make_queue(Ferry::kDownlink, pool);
   auto ferry = std::make_unique<Ferry>(std::move(k.outer_sock), std::move(k.inner_sock), pool);
   if (o.capture) o.capture->attach(o.tool, o.command_line, o.log_lines, *ferry, *up, *down);
+  std::unique_ptr<live::Publisher> live = publish(o, spec, depth, *ferry, *up, *down);  // seen from the start
   write_all(go.get(), "g", "start command");
   go.reset();
 
-  std::unique_ptr<live::Publisher> live = publish(o, spec, depth, *ferry, *up, *down);
   EventLoop loop(o.tool, *ferry, up.get(), down.get(), init, [&] { outside.on_child_exit(); });
   if (live) loop.add_task(live.get());
   const int status = loop.run();
