@@ -1,10 +1,17 @@
 """The suite's own retry rule (conftest.py's `measured`, tests/run's count): a timed check is taken again only
-when CPU pressure says the machine was busy, only for a TooSlow, and every retry is recorded in the report.
-Pure logic: the pressure is faked, nothing is started."""
+when CPU pressure says the machine was busy, only for a TooSlow, and every retry is recorded in the report and
+counted. Pure logic: the pressure is faked, nothing is started."""
+import importlib.machinery
+import importlib.util
+import os
+import xml.etree.ElementTree as ET
+
 import pytest
 
 import conftest
 from conftest import TooSlow, measured
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Pressure:
@@ -88,3 +95,38 @@ def test_the_last_attempt_fails_however_busy(pressure, request):
         measured(check)
     assert len(calls) == 3 and len(retries(request)) == 2
     request.node.user_properties.clear()
+
+
+def load_tests_run():
+    path = os.path.join(HERE, "..", "run")
+    loader = importlib.machinery.SourceFileLoader("tests_run", path)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("tests_run", loader))
+    loader.exec_module(module)
+    return module
+
+
+def junit(tmp_path, retried_tests):
+    suite = ET.Element("testsuite")
+    for i in range(6):
+        case = ET.SubElement(suite, "testcase", classname="test_x", name=f"test_{i}")
+        if i < retried_tests:
+            props = ET.SubElement(case, "properties")
+            ET.SubElement(props, "property", name="retry", value=f"attempt 1 of 3 missed: slow {i}")
+    path = tmp_path / "junit.xml"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path)
+    return path
+
+
+@pytest.mark.parametrize("retried_tests", [0, 3, 4])
+def test_tests_run_counts_the_tests_that_needed_a_retry(tmp_path, capsys, retried_tests):
+    run = load_tests_run()
+    tally, retried = run.Tally(), {}
+    passed, failed, skips = run.count_junit(junit(tmp_path, retried_tests), retried)
+    run.count_retries(retried, tally)
+    out = capsys.readouterr().out
+    assert (passed, failed, len(retried)) == (6, 0, retried_tests)
+    assert out.count("RETRIED: test_x::test_") == retried_tests
+    assert f"{retried_tests} integration tests needed a retry (at most {run.MAX_RETRIED} may)" in out
+    assert tally.failed == (1 if retried_tests > run.MAX_RETRIED else 0)
