@@ -284,11 +284,12 @@ def record_retry(attempt: int, attempts: int, reason: str, pressure: str):
     text = f"attempt {attempt} of {attempts} missed: {(reason.splitlines() or ['?'])[0][:300]} [{pressure}]"
     if item is not None:
         item.user_properties.append(("retry", text))
-        capture = item.config.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled():
-            print(f"\nRETRY: {where}: {text}", flush=True)
-    else:
-        print(f"RETRY: {where}: {text}", flush=True)
+    capture = item.config.pluginmanager.getplugin("capturemanager") if item is not None else None
+    if capture is None:  # -p no:capture: nothing to get past
+        print(f"\nRETRY: {where}: {text}", flush=True)
+        return
+    with capture.global_and_fixture_disabled():
+        print(f"\nRETRY: {where}: {text}", flush=True)
 
 
 def measured(check, attempts: int = 3):
