@@ -230,9 +230,9 @@ def assert_lost_as_the_link_dropped(l: Losses):
 # The recorder's loss, at most, in %. While Wi-Fi's thresholds hold (the steady links, --profile wifi, the
 # unprivileged user's 5 s) the queue is kept within 80 ms, at most 160 packets at these rates (24 Mbit/s at
 # most), and a loss shrinks the window: the 1000-packet droptail queue never overflows, so nothing may be lost.
-# CoDel-30 drops by design, at first once per 100 ms interval, and each drop shrinks the window (back under
-# CoDel's target): dropping at that rate the whole time would take 1.05% of the 9500 packets per 10 s of
-# WIFI_LIKE, so 2% (not yet seen without a stall: on a busy machine auto rose and the queue was flooded, 49-88%).
+# CoDel-30: at 20 Mbit/s its 30 packets are 18 ms, under Wi-Fi's 20 ms low threshold, so there the window grows
+# until the queue drops and each drop takes one packet off it: 16.1% and 16.7% lost in two runs without a stall;
+# 25%. (With a stall on a busy machine auto rose, loss was ignored, and the queue was flooded: 49-88%.)
 # TCP sharing the link may fill the queue: 1% (0 seen). Once auto has raised the thresholds a loss is ignored,
 # as the Saturator does: on Verizon's and ATT's uplinks the raised thresholds (320/1280, 640/2560 ms) still fit
 # the queue at their rates (0 lost in each run seen): 1%. On stalls-18-6mbit a 6 Mbit/s link holds the 1000
@@ -240,7 +240,7 @@ def assert_lost_as_the_link_dropped(l: Losses):
 # design: 63% seen; 70% (the 100 Mbit/s --max-rate cap alone would allow 87%).
 LOSS_BOUND = {
     "constant-12mbit": 0, "step-5-20-2mbit": 0, "Verizon-LTE-short.up": 1, "ATT-LTE-driving-2016.up": 1,
-    "stalls-18-6mbit": 70, "wifi profile": 0, "wifi-like": 2, "competing": 1,
+    "stalls-18-6mbit": 70, "wifi profile": 0, "wifi-like": 25, "competing": 1,
 }
 
 
