@@ -3,10 +3,12 @@ setup by the user. The far end runs on the shell's outer side (--outside), under
 for root and the unprivileged user alike. Every figure is checked against what the paths were told to be."""
 import json
 import re
+import subprocess
 
 import pytest
 
 from conftest import TooSlow, assert_ping_rtt, measured, ping_cmd, sh, write_public
+from test_outside import free_port
 
 # The issue's two paths: 10 and 20 Mbit/s, 20 and 60 ms one way (round trips of 40 and 120 ms).
 RATES = (10e6, 20e6)
@@ -127,6 +129,24 @@ def test_mptcp_download_uses_both_paths_at_their_delays(who, tools, public_tmp):
                     raise TooSlow(f"path {i + 1}'s subflow min RTT {minrtt} ms")
 
     measured(check)
+
+
+def test_mptcp_to_the_host_on_the_kernel_path(root, tools, public_tmp):
+    # As root the far end can be the host itself: both subflows are masqueraded to one address on the way, which
+    # MPTCP's tokens do not mind.
+    port = free_port()
+    server = subprocess.Popen(["mptcpize", "run", "iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        result = str(public_tmp / "iperf.json")
+        script = f'sleep 0.5; exec mptcpize run iperf3 -c "$TM_BASE" -p {port} -R -t 8 -O 2 -J >"$1"'
+        r = root.run(multipath(tools, *PATHS, cmd=sh(script, result)), timeout=60)
+        assert r.returncode == 0, r.stderr
+        goodput = iperf_goodput(result)
+        assert goodput >= 0.85 * sum(RATES), f"MPTCP to the host got {goodput / 1e6:.2f} Mbit/s"
+    finally:
+        server.kill()
+        server.wait()
 
 
 def test_tcp_bound_to_path_2_stays_on_it(who, tools, public_tmp):
