@@ -129,6 +129,13 @@ def test_mptcp_download_uses_both_paths_at_their_delays(who, tools, public_tmp):
                     raise TooSlow(f"path {i + 1}'s subflow min RTT {minrtt} ms")
 
     measured(check)
+    # tm-graph draws both paths in one picture, and sums each up under its name.
+    svg = str(public_tmp / "paths.svg")
+    r = who.run(tools.tool("tm-graph", *logs, "--svg", svg))
+    assert r.returncode == 0 and all(f"{log}:\nAverage capacity" in r.stdout for log in logs), r.stderr
+    with open(svg) as f:
+        picture = f.read()
+    assert all(f"{log} delivered" in picture for log in logs), "a path is missing from the picture"
 
 
 def test_mptcp_to_the_host_on_the_kernel_path(root, tools, public_tmp):
