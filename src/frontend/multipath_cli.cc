@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "channel/loss_model.hh"
 #include "frontend/link_cli.hh"
 #include "link/queue_factory.hh"
 #include "queues/delay_queue.hh"
@@ -30,8 +31,7 @@ const std::vector<std::string> kKeys = {"trace", "up-trace", "down-trace", "rate
 struct PathDirection {
   LinkDirection link;
   Nanos delay = 0;
-  double loss = 0;
-  uint64_t seed = 0, loss_stream = 0;
+  std::unique_ptr<LossModel> loss;  // null: none; handed to the path's loss queue when the shell makes it
 };
 
 // The value of "up-KEY" (or "down-KEY") if given, else of KEY, else "".
@@ -41,13 +41,19 @@ std::string value(const KeyValues& kv, const std::string& dir, const std::string
   return "";
 }
 
+// "NAME:ARG:ARG" as NAME:ARG,ARG: the form of a queue's or a loss model's arguments, whose commas the SPEC's
+// own items took.
+std::string commas_after_name(std::string text) {
+  if (const size_t colon = text.find(':'); colon != std::string::npos)
+    std::replace(text.begin() + static_cast<long>(colon) + 1, text.end(), ':', ',');
+  return text;
+}
+
 // "NAME:ARG:ARG" as make_queue_discipline's NAME and comma-separated ARGS.
 std::unique_ptr<QueueDiscipline> read_queue(const KeyValues& kv, const std::string& dir, RandomStream random) {
-  std::string text = value(kv, dir, "queue");
-  if (text.empty()) text = "infinite";
+  const std::string given = value(kv, dir, "queue"), text = commas_after_name(given.empty() ? "infinite" : given);
   const size_t colon = text.find(':');
-  std::string args = colon == std::string::npos ? "" : text.substr(colon + 1);
-  std::replace(args.begin(), args.end(), ':', ',');
+  const std::string args = colon == std::string::npos ? "" : text.substr(colon + 1);
   return make_queue_discipline(kv.option() + " (" + dir + "-queue)", text.substr(0, colon), args, random);
 }
 
@@ -63,9 +69,9 @@ PathDirection read_direction(const KeyValues& kv, size_t path, int dir, const Mu
   if (const std::string log = value(kv, d, "log"); !log.empty())
     p.link.log = std::make_shared<LinkLog>(log, o.log_format);
   if (const std::string t = value(kv, d, "delay"); !t.empty()) p.delay = parse_delay(at + d + "-delay=)", t);
-  if (const std::string l = value(kv, d, "loss"); !l.empty()) p.loss = parse_probability(at + d + "-loss=)", l);
-  p.seed = o.seed;
-  p.loss_stream = base + kLossStreams + stream_id(dir, StreamPurpose::kLoss);
+  if (const std::string l = value(kv, d, "loss"); !l.empty())
+    p.loss = make_loss_model(at + d + "-loss=)", commas_after_name(l),
+                             RandomStream(o.seed, base + kLossStreams + stream_id(dir, StreamPurpose::kLoss)));
   return p;
 }
 
@@ -73,7 +79,7 @@ PathDirection read_direction(const KeyValues& kv, size_t path, int dir, const Mu
 std::unique_ptr<PacketQueue> make_direction(PathDirection& p, bool once, Nanos start, BufferPool& pool) {
   std::vector<std::unique_ptr<PacketQueue>> stages;
   stages.push_back(make_link(p.link, once, start, pool));
-  if (p.loss > 0) stages.push_back(std::make_unique<LossQueue>(p.loss, RandomStream(p.seed, p.loss_stream), pool));
+  if (p.loss) stages.push_back(std::make_unique<LossQueue>(std::move(p.loss), pool));
   if (p.delay > 0) stages.push_back(std::make_unique<DelayQueue>(p.delay, kQueueMemoryLimit));
   return std::make_unique<SeriesQueue>(std::move(stages));
 }

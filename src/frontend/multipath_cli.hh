@@ -5,7 +5,8 @@
 //   queue=NAME[:ARG:ARG...]      the link's queue as tm-link's --uplink-queue and --uplink-queue-args, the args
 //                                joined by ':' instead of ',' (up-queue=, down-queue=)
 //   delay=MS                     one-way delay, each direction (up-delay=, down-delay=)
-//   loss=P                       independent loss, each direction (up-loss=, down-loss=)
+//   loss=MODEL                   random loss, each direction, as tm-loss's --uplink-loss with ':' for ','
+//                                (loss=1%, loss=gilbert:p=1%:r=10%; up-loss=, down-loss=)
 //   up-log=FILE, down-log=FILE   the link's log per direction (tm-link's format)
 // A direction crosses its link, then its loss, then its delay.
 #pragma once

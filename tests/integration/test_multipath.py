@@ -97,6 +97,15 @@ def test_each_path_has_its_own_delay_and_address(who, tools):
     assert_ping_rtt(who, multipath(tools, *PATHS, cmd=bound6), 120, 125)
 
 
+def test_each_path_has_its_own_loss(who, tools):
+    # Path 1 loses everything (any of tm-loss's models, its arguments joined by ':'); path 2 nothing.
+    paths = ["rate=10mbit,loss=gilbert:p=100%:r=1%:h=0:k=0", "rate=10mbit,delay=5"]
+    r = who.run(multipath(tools, *paths, cmd=sh('ping -n -q -c 3 -i 0.2 -w 2 "$TM_OUTER"; echo "unbound $?"; '
+                                              'ping -n -q -c 3 -i 0.2 -w 5 -I "$TM_PATH2" "$TM_OUTER"')))
+    assert r.returncode == 0 and "unbound 1" in r.stdout, r.stdout + r.stderr
+    assert "3 packets transmitted, 3 received" in r.stdout, r.stdout
+
+
 def test_default_path_moves_unbound_traffic(who, tools):
     argv = multipath(tools, *PATHS, options=["--default-path", "2"],
                      cmd=ping_cmd(count=5, interval=0.2, target="TM_BASE"))
@@ -218,6 +227,7 @@ def test_mptcp_goes_on_over_the_other_path_while_one_is_off(who, tools, public_t
     (["--path", "delay=10"], "missing path 1 uplink"),
     (["--path", "rate=10mbit", "--default-path", "2"], "--default-path"),
     (["--path", "rate=10mbit,queue=codel:target=5"], "interval"),
+    (["--path", "rate=10mbit,down-loss=gilbert:p=1%"], "down-loss"),
     (["--path", "rate=10mbit", "--pcap", "x.pcapng"], "--pcap"),
 ])
 def test_bad_paths_are_refused_in_one_line(root, tools, argv, message):
