@@ -1,5 +1,7 @@
 #include "analysis/plot_script.hh"
 
+#include <algorithm>
+
 #include "analysis/text.hh"
 
 namespace tracemod {
@@ -28,8 +30,8 @@ void append_row(std::string& out, double t, const LogBin& b, Nanos width) {
 // One row per bin at its start (time s, capacity, delivered Mbit/s, max and mean delay ms), and a last row
 // that ends the last step. The ends are clipped to the first and last event, the x range: gnuplot refuses a
 // plot whose points all lie outside it.
-std::string data_block(const LinkLogStats& s) {
-  std::string out = "$bins << EOD\n";
+std::string data_block(const LinkLogStats& s, const std::string& name = "$bins") {
+  std::string out = name + " << EOD\n";
   const auto& bins = s.bins();
   for (size_t i = 0; i < bins.size(); ++i) {
     const Nanos start = (s.first_bin() + static_cast<int64_t>(i)) * s.bin_width();
@@ -74,6 +76,36 @@ std::string delay_panel(const LinkLogStats& s) {
   return out;
 }
 
+// Colours of several logs: capacity shaded and delivered drawn in one hue per log.
+constexpr const char* kHues[] = {"#c0392b", "#2471a3", "#1e8449", "#b9770e",
+                                 "#7d3c98", "#117a65", "#5d6d7e", "#a04000"};
+
+std::string hue(size_t i) {
+  return kHues[i % (sizeof kHues / sizeof kHues[0])];
+}
+
+std::string several_throughput(const std::vector<const LinkLogStats*>& logs, const std::vector<std::string>& names) {
+  std::string out =
+      "set ylabel 'throughput (Mbit/s)'\nset yrange [0:*]\nset format x ''\nset style fill transparent solid 0.2 "
+      "noborder\nplot ";
+  for (size_t i = 0; i < logs.size(); ++i)
+    append_format(out,
+                  "%s$bins%zu using 1:2 with fillsteps lc rgb '%s' title %s, \\\n     $bins%zu using 1:3 with steps "
+                  "lw 2 lc rgb '%s' title %s",
+                  i ? ", \\\n     " : "", i, hue(i).c_str(), gnuplot_quote(names[i] + " capacity").c_str(), i,
+                  hue(i).c_str(), gnuplot_quote(names[i] + " delivered").c_str());
+  return out + "\n";
+}
+
+std::string several_delays(const std::vector<const LinkLogStats*>& logs, const std::vector<std::string>& names) {
+  std::string out =
+      "set ylabel 'queueing delay (ms)'\nset xlabel 'time (s)'\nset format x '%g'\nset yrange [0:*]\nplot ";
+  for (size_t i = 0; i < logs.size(); ++i)
+    append_format(out, "%s$bins%zu using 1:5 with steps lw 1.5 lc rgb '%s' title %s", i ? ", \\\n     " : "", i,
+                  hue(i).c_str(), gnuplot_quote(names[i] + " mean per bin").c_str());
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string gnuplot_quote(const std::string& text) {
@@ -98,6 +130,29 @@ std::string plot_script(const LinkLogStats& s, PlotFormat format, const std::str
       " font ',13' noenhanced\n"
       "set tmargin 3\n" +
       throughput_panel(s) + delay_panel(s) + "unset multiplot\n";
+  return out;
+}
+
+}  // namespace tracemod
+
+namespace tracemod {
+
+std::string plot_script(const std::vector<const LinkLogStats*>& logs, const std::vector<std::string>& names,
+                        PlotFormat format, const std::string& title) {
+  if (logs.size() == 1) return plot_script(*logs[0], format, title);
+  std::string out = terminal(format) + "set encoding utf8\n";
+  Nanos first = logs[0]->first(), last = logs[0]->last();
+  for (size_t i = 0; i < logs.size(); ++i) {
+    out += data_block(*logs[i], "$bins" + std::to_string(i));
+    first = std::min(first, logs[i]->first());
+    last = std::max(last, logs[i]->last());
+  }
+  append_format(out, "set xrange [%.6f:%.6f]\n", seconds(first), seconds(last));
+  out +=
+      "set grid\nset offsets 0, 0, graph 0.08, 0\nset key outside top right horizontal noenhanced\n"
+      "set lmargin 10\nset multiplot layout 2,1 title " +
+      gnuplot_quote(title) + " font ',13' noenhanced\nset tmargin 3\n" + several_throughput(logs, names) +
+      several_delays(logs, names) + "unset multiplot\n";
   return out;
 }
 

@@ -23,10 +23,11 @@ using namespace tracemod;
 
 namespace {
 
-constexpr const char* kSynopsis = "LOG [--bin MS] [--json] [--svg FILE] [--png FILE] [--title T]";
+constexpr const char* kSynopsis = "LOG [LOG...] [--bin MS] [--json] [--svg FILE] [--png FILE] [--title T]";
 
 struct Options {
-  std::string log, svg, png, title;
+  std::vector<std::string> logs;  // several: one picture of them all (tm-multipath's paths), a summary each
+  std::string svg, png, title;
   Nanos bin = 500 * kMillisecond;
   bool json = false;
 };
@@ -43,20 +44,20 @@ bool parse_options(int argc, char** argv, Options& o) {
       ("json", po::bool_switch(&o.json), "print the summary and the per-bin series as JSON instead")  //
       ("svg", po::value(&o.svg)->value_name("FILE"), "draw the graphs as SVG into FILE")              //
       ("png", po::value(&o.png)->value_name("FILE"), "draw the graphs as PNG into FILE")              //
-      ("title", po::value(&o.title)->value_name("T"), "title of the graphs (default: LOG)")           //
+      ("title", po::value(&o.title)->value_name("T"), "title of the graphs (default: the LOGs)")      //
       ("help,h", "show this help and exit")                                                           //
       ("version", "show the version and exit");
   po::options_description all;
-  all.add(visible).add_options()("log", po::value(&o.log));
+  all.add(visible).add_options()("log", po::value(&o.logs));
   po::positional_options_description positional;
-  positional.add("log", 1);
+  positional.add("log", -1);
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
     std::cout << "usage: tm-graph " << kSynopsis << "\n"
               << "Print the capacity, throughput, queueing delay and drops of a link log (tracemod's or\n"
-              << "Mahimahi's), and draw them with gnuplot.\n\n"
+              << "Mahimahi's), and draw them with gnuplot; several logs (one per path) share one picture.\n\n"
               << visible;
     return false;
   }
@@ -65,23 +66,34 @@ bool parse_options(int argc, char** argv, Options& o) {
     return false;
   }
   if (vm.count("bin")) o.bin = parse_bin(vm["bin"].as<std::string>());
-  if (o.log.empty()) throw UsageError("missing LOG: the link log to read");
-  if (!vm.count("title")) o.title = o.log;
+  if (o.logs.empty()) throw UsageError("missing LOG: the link log to read");
+  if (o.json && o.logs.size() > 1) throw UsageError("--json reads one LOG");
+  if (!vm.count("title"))
+    for (const std::string& log : o.logs) o.title += (o.title.empty() ? "" : ", ") + log;
   return true;
 }
 
-LinkLogStats read_log(const Options& o) {
-  if (o.log == "-") return read_link_log(std::cin, "standard input", o.bin);
+LinkLogStats read_log(const std::string& log, Nanos bin) {
+  if (log == "-") return read_link_log(std::cin, "standard input", bin);
   std::vector<char> buffer(1 << 20);
   std::ifstream in;
   in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-  in.open(o.log);
-  if (!in) throw UsageError(o.log + ": cannot open: " + std::strerror(errno));
-  return read_link_log(in, o.log, o.bin);
+  in.open(log);
+  if (!in) throw UsageError(log + ": cannot open: " + std::strerror(errno));
+  return read_link_log(in, log, bin);
+}
+
+// One summary per log; with several, each under a line naming it.
+std::string summaries(const std::vector<LinkLogStats>& stats, const Options& o) {
+  if (o.json) return format_json(stats[0], o.logs[0]);
+  if (stats.size() == 1) return format_summary(stats[0]);
+  std::string out;
+  for (size_t i = 0; i < stats.size(); ++i) out += (i ? "\n" : "") + o.logs[i] + ":\n" + format_summary(stats[i]);
+  return out;
 }
 
 // Writes one picture; a failed one is removed rather than left half-written.
-void draw(const LinkLogStats& stats, const Options& o, PlotFormat format, const std::string& path) {
+void draw(const std::vector<LinkLogStats>& stats, const Options& o, PlotFormat format, const std::string& path) {
   const std::string gnuplot = find_gnuplot();
   if (gnuplot.empty())
     throw Error(std::string("--") + (format == PlotFormat::kSvg ? "svg" : "png") +
@@ -90,7 +102,9 @@ void draw(const LinkLogStats& stats, const Options& o, PlotFormat format, const 
   if (fd < 0) throw Error(path + ": cannot open for writing: " + std::strerror(errno));
   FileDescriptor out(fd);
   try {
-    run_gnuplot(gnuplot, plot_script(stats, format, o.title), out.get());
+    std::vector<const LinkLogStats*> logs;
+    for (const LinkLogStats& s : stats) logs.push_back(&s);
+    run_gnuplot(gnuplot, plot_script(logs, o.logs, format, o.title), out.get());
   } catch (const Error&) {
     ::unlink(path.c_str());
     throw;
@@ -116,8 +130,9 @@ int main(int argc, char** argv) {
     return usage_error(e.what());
   }
   try {
-    const LinkLogStats stats = read_log(o);
-    std::cout << (o.json ? format_json(stats, o.log) : format_summary(stats)) << std::flush;
+    std::vector<LinkLogStats> stats;
+    for (const std::string& log : o.logs) stats.push_back(read_log(log, o.bin));
+    std::cout << summaries(stats, o) << std::flush;
     if (!o.svg.empty()) draw(stats, o, PlotFormat::kSvg, o.svg);
     if (!o.png.empty()) draw(stats, o, PlotFormat::kPng, o.png);
     return 0;

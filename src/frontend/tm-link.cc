@@ -1,14 +1,11 @@
 // tm-link: a trace-driven link per direction (Mahimahi delivery traces, read unchanged, or a constant rate),
 // with a queue discipline and an optional Mahimahi-format log per direction.
-#include <sys/stat.h>
-
 #include <array>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
 
-#include "config.h"
+#include "frontend/link_cli.hh"
 #include "frontend/tool.hh"
 #include "link/link_queue.hh"
 #include "link/queue_factory.hh"
@@ -18,60 +15,20 @@ namespace {
 
 using namespace tracemod;
 
-// One direction's link as the command line describes it, built before any namespace is made so that a bad
-// trace, queue or log path is reported (exit 2) before anything starts.
-struct Direction {
-  std::string name;    // "uplink"
-  std::string source;  // the trace path, or the rate as given ("12mbit"), for the log header
-  std::shared_ptr<const DeliveryTrace> trace;
-  uint64_t rate = 0;
-  std::unique_ptr<QueueDiscipline> discipline;  // handed to the link when the shell makes it
-  std::shared_ptr<LinkLog> log;
-};
-
-LinkLog::Format log_format(const std::string& text) {
-  if (text == "tracemod") return LinkLog::Format::kTracemod;
-  if (text == "mahimahi") return LinkLog::Format::kMahimahi;
-  throw UsageError("invalid --log-format '" + text + "': expected tracemod or mahimahi");
-}
+using Direction = LinkDirection;
 
 Direction read_direction(const po::variables_map& vm, const std::string& name, uint64_t seed, int stream,
                          LinkLog::Format format) {
   Direction d;
   d.name = name;
-  const std::string path = option_text(vm, name + "-trace"), rate = option_text(vm, name + "-rate");
-  if (path.empty() == rate.empty())
-    throw UsageError(path.empty() ? "missing " + name + ": give a trace file or --" + name + "-rate"
-                                  : name + ": give a trace file ('" + path + "') or --" + name +
-                                        "-rate, not both (a command goes after --)");
-  if (!path.empty())
-    d.trace = std::make_shared<const DeliveryTrace>(DeliveryTrace::load(d.source = DeliveryTrace::find(path)));
-  else
-    d.rate = parse_rate("--" + name + "-rate", d.source = rate);
+  read_capacity(d, option_text(vm, name + "-trace"), option_text(vm, name + "-rate"), "a trace file",
+                "--" + name + "-rate");
   const std::string queue = vm[name + "-queue"].as<std::string>();
   d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, option_text(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
   if (const std::string log = option_text(vm, name + "-log"); !log.empty())
     d.log = std::make_shared<LinkLog>(log, format);
   return d;
-}
-
-void write_header(const Direction& d, const ShellOptions& shell, uint64_t seed, Nanos start) {
-  d.log->header({"tracemod tm-link (" + d.name + ") [" + d.source + "] > " + d.log->path(),
-                 "command line: " + shell.command_line, "version: " PACKAGE_NAME " " PACKAGE_VERSION,
-                 "queue: " + d.discipline->describe(), "seed: " + std::to_string(seed),
-                 "times in ms of CLOCK_MONOTONIC; sizes in IP bytes; an opportunity carries 1500 bytes"},
-                start);
-}
-
-std::unique_ptr<LinkQueue> make_link(Direction& d, bool once, Nanos start, BufferPool& pool) {
-  std::unique_ptr<OpportunitySource> source;
-  if (d.trace)
-    source = d.trace->cursor(once);
-  else
-    source = std::make_unique<ConstantRate>(d.rate);
-  const Nanos end = once && d.trace ? static_cast<Nanos>(d.trace->period_ms()) * kMillisecond : kNever;
-  return std::make_unique<LinkQueue>(std::move(source), start, end, std::move(d.discipline), pool, d.log);
 }
 
 // --shared-medium: the uplink's trace (or rate), queue and log describe the one link both directions share.
@@ -83,19 +40,6 @@ void check_shared_medium(const po::variables_map& vm) {
                        "for the shared link (a command goes after --)");
   if (!vm["downlink-queue"].defaulted())
     throw UsageError("--shared-medium: the shared link's queue is --uplink-queue; --downlink-queue has no meaning");
-}
-
-// What tells two names of one file apart from two files: its device and inode if it exists, else the canonical
-// name its directory gives it (a log not yet written).
-std::string file_key(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  char* real = ::realpath(dir.c_str(), nullptr);
-  const std::string key = "name " + (real ? std::string(real) : dir) + "/" + path.substr(slash + 1);
-  std::free(real);
-  return key;
 }
 
 // Refuses a log that another log or a trace of the command line also names: both directions would write one
@@ -122,7 +66,7 @@ void check_log_files(const po::variables_map& vm) {
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   check_log_files(vm);
   const uint64_t seed = read_seed(vm);
-  const LinkLog::Format format = log_format(option_text(vm, "log-format"));
+  const LinkLog::Format format = read_log_format(option_text(vm, "log-format"));
   const bool shared = vm.count("shared-medium") > 0;
   if (shared) check_shared_medium(vm);
   auto dirs = std::make_shared<std::array<Direction, 2>>();
@@ -144,13 +88,13 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
       std::shared_ptr<LinkQueue> link = medium->lock();
       if (!link) {
         Direction& d = (*dirs)[Ferry::kUplink];
-        if (d.log) write_header(d, shell, seed, *start);
+        if (d.log) write_link_header(d, "tm-link", shell, seed, *start);
         *medium = link = make_link(d, once, *start, pool);
       }
       return std::make_unique<Lane>(link, which);
     }
     Direction& d = (*dirs)[which];
-    if (d.log) write_header(d, shell, seed, *start);
+    if (d.log) write_link_header(d, "tm-link", shell, seed, *start);
     return make_link(d, once, *start, pool);
   };
 }

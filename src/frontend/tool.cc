@@ -186,7 +186,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
   split_command(tool, std::vector<std::string>(argv + 1, argv + argc), own, command);
   po::variables_map vm;
   ShellOptions shell;
-  QueueFactory queues;
+  std::vector<QueueFactory> queues;
   try {
     po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
     po::notify(vm);
@@ -206,7 +206,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
     shell.verbose = vm.count("verbose") > 0;
     shell.meter = vm.count("meter") > 0;
     shell.outside = outside_options(vm);
-    queues = tool.configure(vm, shell);
+    queues = tool.configure_paths ? tool.configure_paths(vm, shell) : std::vector{tool.configure(vm, shell)};
     shell.capture = open_capture(vm);
   } catch (const po::error& e) {
     return usage_error(tool, e.what());

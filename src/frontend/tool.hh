@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "shell/shell_runner.hh"
 #include "util/parse.hh"  // the value parsers every tool uses
@@ -22,6 +23,8 @@ struct Tool {
   // Checks the parsed values and returns the queue factory; fills the prompt tag and log lines.
   // Throws UsageError naming the bad option.
   std::function<QueueFactory(const po::variables_map&, ShellOptions&)> configure;
+  // Instead of configure, for a shell with several paths (tm-multipath): a factory per path.
+  std::function<std::vector<QueueFactory>(const po::variables_map&, ShellOptions&)> configure_paths;
 };
 
 // Parses ARGV, runs the shell, and returns the process exit status: the command's, or 2 for bad usage and

@@ -44,31 +44,31 @@ Header header_of(const ShellFacts& facts, Nanos now) {
   return h;
 }
 
-Direction direction_of(const PacketQueue& q, const FlowCounters& flow) {
-  Direction d{};
+// Adds one link's direction (queue Q, the ferry's FLOW and longest stay SOJOURN_MAX) to D.
+void add_direction(Direction& d, const PacketQueue& q, const FlowCounters& flow, Nanos sojourn_max) {
   const QueueStats& s = q.stats();
   QueueLive live;
   q.live(live);
-  d.in_packets = s.in_packets;
-  d.in_bytes = flow.in_bytes;
-  d.out_packets = s.out_packets;
-  d.out_bytes = flow.out_bytes;
-  std::copy(std::begin(s.dropped_by), std::end(s.dropped_by), d.dropped);
-  d.dropped_bytes = s.dropped_bytes;
-  d.queued_packets = s.queued_packets;
-  d.ce_marked = live.ce_marked;
-  d.offered_bytes = live.offered_bytes;
-  d.limited = live.limited;
-  d.departures = flow.departures;
-  d.sojourn_sum = flow.sojourn_sum;
-  copy_text(d.state, live.state);
-  return d;
+  d.in_packets += s.in_packets;
+  d.in_bytes += flow.in_bytes;
+  d.out_packets += s.out_packets;
+  d.out_bytes += flow.out_bytes;
+  for (int c = 0; c < kDropCauses; ++c) d.dropped[c] += s.dropped_by[c];
+  d.dropped_bytes += s.dropped_bytes;
+  d.queued_packets += s.queued_packets;
+  d.ce_marked += live.ce_marked;
+  d.offered_bytes += live.offered_bytes;
+  d.limited |= live.limited ? 1 : 0;
+  d.departures += flow.departures;
+  d.sojourn_sum += flow.sojourn_sum;
+  d.sojourn_max = std::max(d.sojourn_max, sojourn_max);
+  if (!d.state[0]) copy_text(d.state, live.state);
 }
 
 }  // namespace
 
-Publisher::Publisher(const ShellFacts& facts, Ferry& ferry, const PacketQueue& up, const PacketQueue& down, Nanos now)
-    : ferry_(ferry), queues_{&up, &down}, due_(now + kPeriod) {
+Publisher::Publisher(const ShellFacts& facts, std::vector<FerryLink> links, Nanos now)
+    : links_(std::move(links)), due_(now + kPeriod) {
   fd_ = FileDescriptor(static_cast<int>(
       check_syscall("memfd_create (live counters)", memfd_create(kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING))));
   check_syscall("ftruncate (live counters)", ftruncate(fd_.get(), sizeof(Page)));
@@ -91,14 +91,14 @@ Publisher::~Publisher() {
 }
 
 Snapshot Publisher::collect(Nanos now) {
-  const FerryCounters& c = ferry_.counters();
   Snapshot s{};
   s.published = now;
-  s.ferry_lost = c.lost_on_receive();
-  s.send_errors = c.send_errors;
-  for (auto d : {Ferry::kUplink, Ferry::kDownlink}) {
-    s.dir[d] = direction_of(*queues_[d], c.flow[d]);
-    s.dir[d].sojourn_max = ferry_.take_sojourn_max(d);
+  for (const FerryLink& k : links_) {
+    const FerryCounters& c = k.ferry->counters();
+    s.ferry_lost += c.lost_on_receive();
+    s.send_errors += c.send_errors;
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink})
+      add_direction(s.dir[d], *k.queues[d], c.flow[d], k.ferry->take_sojourn_max(d));
   }
   return s;
 }

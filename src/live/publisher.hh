@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "live/meter.hh"
 #include "live/page.hh"
@@ -23,9 +24,9 @@ class Publisher : public LoopTask {
  public:
   static constexpr Nanos kPeriod = 100 * kMillisecond;
 
-  // Publishes FACTS and, from now on, the counters of FERRY and the two queues (all must outlive it). Throws
-  // Error if the page cannot be made.
-  Publisher(const ShellFacts& facts, Ferry& ferry, const PacketQueue& up, const PacketQueue& down, Nanos now);
+  // Publishes FACTS and, from now on, the counters of LINKS' ferries and queues (all must outlive it), summed
+  // (tm-multipath's paths: the shell's whole traffic each way). Throws Error if the page cannot be made.
+  Publisher(const ShellFacts& facts, std::vector<FerryLink> links, Nanos now);
   ~Publisher() override;
   Publisher(const Publisher&) = delete;
   Publisher& operator=(const Publisher&) = delete;
@@ -40,8 +41,7 @@ class Publisher : public LoopTask {
  private:
   Snapshot collect(Nanos now);
 
-  Ferry& ferry_;
-  const PacketQueue* queues_[2];
+  std::vector<FerryLink> links_;
   FileDescriptor fd_;
   Page* page_ = nullptr;
   Nanos due_;

@@ -15,7 +15,8 @@
 namespace tracemod {
 namespace {
 
-constexpr uint32_t kSignalTag = 2;
+constexpr uint32_t kSignalTag = 0, kArrivalTag = 1;
+constexpr int kMaxEvents = 16;
 
 int wait_status(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -23,37 +24,30 @@ int wait_status(int status) {
 
 }  // namespace
 
-EventLoop::EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
+EventLoop::EventLoop(const std::string& tool, std::vector<FerryLink> links, pid_t init,
                      std::function<void()> on_child_exit)
-    : tool_(tool), ferry_(ferry), init_(init), on_child_exit_(std::move(on_child_exit)) {
-  queues_[Ferry::kUplink] = up;
-  queues_[Ferry::kDownlink] = down;
+    : tool_(tool), links_(std::move(links)), init_(init), on_child_exit_(std::move(on_child_exit)) {
   signals_ = SignalFd(shell_signals());
   epoll_ = FileDescriptor(static_cast<int>(check_syscall("epoll_create", epoll_create1(EPOLL_CLOEXEC))));
   watch(signals_.get(), kSignalTag);
-  watch(ferry.fd_for_arrivals(Ferry::kUplink), Ferry::kUplink);
-  watch(ferry.fd_for_arrivals(Ferry::kDownlink), Ferry::kDownlink);
+  for (const FerryLink& k : links_)
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink}) watch(k.ferry->fd_for_arrivals(d), kArrivalTag);
 }
 
 int EventLoop::run() {
   for (;;) {
-    epoll_event ev[4];
+    epoll_event ev[kMaxEvents];
     const int n = wait(ev);
     for (int i = 0; i < n; ++i) {
       int status;
       if (ev[i].data.u32 == kSignalTag && on_signals(status)) return status;
     }
-    // Reading an empty ring costs a memory read: both are looked at every turn, whatever epoll said.
-    int arrived = 0;
-    for (auto d : {Ferry::kUplink, Ferry::kDownlink}) arrived += ferry_.receive(d, *queues_[d]);
-    const Nanos now = monotonic_now();
+    Nanos now;
+    const int arrived = turn(now);
     if (arrived > 0) {
       last_arrival_ = now;
       last_batch_ = arrived;
     }
-    ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
-    ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
-    ferry_.flush_capture(now);
     for (LoopTask* t : tasks_)
       if (now >= t->due()) t->run(now);
     stop_if_finished(now);
@@ -66,19 +60,53 @@ Nanos EventLoop::tasks_due() const {
   return due;
 }
 
+// One turn over every link: what arrived into its queues, then what they release by now. Returns the frames read.
+// Reading an empty ring costs a memory read: every ring is looked at every turn, whatever epoll said.
+int EventLoop::turn(Nanos& now) {
+  int arrived = 0;
+  for (FerryLink& k : links_)
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink}) arrived += k.ferry->receive(d, *k.queues[d]);
+  now = monotonic_now();
+  for (FerryLink& k : links_) {
+    for (auto d : {Ferry::kUplink, Ferry::kDownlink}) k.ferry->release(d, *k.queues[d], now);
+    k.ferry->flush_capture(now);
+  }
+  return arrived;
+}
+
+Nanos EventLoop::next_release() const {
+  Nanos next = kNever;
+  for (const FerryLink& k : links_) next = std::min({next, k.queues[0]->next_event(), k.queues[1]->next_event()});
+  return next;
+}
+
+Nanos EventLoop::capture_due() const {
+  Nanos due = kNever;
+  for (const FerryLink& k : links_) due = std::min(due, k.ferry->capture_due());
+  return due;
+}
+
+bool EventLoop::any_arrivals() const {
+  for (const FerryLink& k : links_)
+    if (k.ferry->has_arrivals(Ferry::kUplink) || k.ferry->has_arrivals(Ferry::kDownlink)) return true;
+  return false;
+}
+
 // A queue that can never release again (a trace played --once) ends the run: the command is asked to stop
 // (SIGTERM through its init), and killed if it still runs a second later.
 void EventLoop::stop_if_finished(Nanos now) {
   constexpr Nanos kGrace = 1000 * kMillisecond;
   if (kill_at_ == kNever) {
-    for (int d : {Ferry::kUplink, Ferry::kDownlink}) {
-      if (!queues_[d]->finished()) continue;
-      std::cerr << tool_ << ": the " << (d == Ferry::kUplink ? "uplink" : "downlink")
-                << " trace has ended (--once): stopping the command\n";
-      kill(init_, SIGTERM);
-      kill_at_ = now + kGrace;
-      return;
-    }
+    for (const FerryLink& k : links_)
+      for (int d : {Ferry::kUplink, Ferry::kDownlink}) {
+        if (!k.queues[d]->finished()) continue;
+        std::cerr << tool_ << ": " << (k.name.empty() ? "the " : k.name)
+                  << (d == Ferry::kUplink ? "uplink" : "downlink")
+                  << " trace has ended (--once): stopping the command\n";
+        kill(init_, SIGTERM);
+        kill_at_ = now + kGrace;
+        return;
+      }
   } else if (now >= kill_at_) {
     kill(init_, SIGKILL);
     kill_at_ = now + kGrace;
@@ -105,21 +133,21 @@ int EventLoop::wait(epoll_event* ev) {
   constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kNap = 50 * 1000, kSignalPoll = kMillisecond;
   constexpr int kLoadBatch = 2;
   const Nanos now = monotonic_now();
-  const Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
+  const Nanos next = std::min(next_release(), kill_at_);
   const bool recent = now - last_arrival_ < kBusyPoll;
   if (recent && last_batch_ >= kLoadBatch) {
     last_epoll_ = now;
-    return nap(ev, std::clamp<Nanos>(std::min({next, ferry_.capture_due(), tasks_due()}) - now, 0, kNap));
+    return nap(ev, std::clamp<Nanos>(std::min({next, capture_due(), tasks_due()}) - now, 0, kNap));
   }
   const bool release_soon = next != kNever && next - now <= kSpinAhead;
   if (release_soon || recent) {
-    if (!release_soon && !ferry_.has_arrivals(Ferry::kUplink) && !ferry_.has_arrivals(Ferry::kDownlink)) sched_yield();
+    if (!release_soon && !any_arrivals()) sched_yield();
     if (now - last_epoll_ < kSignalPoll) return 0;
     last_epoll_ = now;
     return poll(ev, 0);
   }
   last_epoll_ = now;
-  const Nanos wake = std::min({next == kNever ? kNever : next - kSpinAhead, ferry_.capture_due(), tasks_due()});
+  const Nanos wake = std::min({next == kNever ? kNever : next - kSpinAhead, capture_due(), tasks_due()});
   return poll(ev, wake == kNever ? -1 : std::max<Nanos>(0, wake - now));
 }
 
@@ -137,7 +165,7 @@ int EventLoop::nap(epoll_event* ev, Nanos timeout) {
 // Waits up to TIMEOUT ns (-1: for ever) for an event.
 int EventLoop::poll(epoll_event* ev, Nanos timeout) {
   timespec ts{static_cast<time_t>(timeout / 1000000000), static_cast<long>(timeout % 1000000000)};
-  const int n = epoll_pwait2(epoll_.get(), ev, 4, timeout < 0 ? nullptr : &ts, nullptr);
+  const int n = epoll_pwait2(epoll_.get(), ev, kMaxEvents, timeout < 0 ? nullptr : &ts, nullptr);
   if (n < 0 && errno != EINTR) throw_errno("epoll_pwait2", errno);
   return std::max(n, 0);
 }

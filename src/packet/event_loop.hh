@@ -1,5 +1,6 @@
-// The shell's one event loop: frames arriving on either end of the link, the queues' next release times, and
-// signals (the command's exit, and signals to pass on). One `now` per turn is handed to the queues.
+// The shell's one event loop: frames arriving on either end of each of its links (one, or one per path of
+// tm-multipath), the queues' next release times, and signals (the command's exit, and signals to pass on).
+// One `now` per turn is handed to the queues.
 #pragma once
 
 #include <signal.h>
@@ -26,11 +27,17 @@ class LoopTask {
   virtual void run(Nanos now) = 0;
 };
 
+// One link the loop serves: its ferry and its two queues (none owned). NAME prefixes its messages ("path 2's ").
+struct FerryLink {
+  Ferry* ferry;
+  PacketQueue* queues[2];
+  std::string name;
+};
+
 class EventLoop {
  public:
   // ON_CHILD_EXIT runs on every SIGCHLD, for the shell's other children (pasta, --outside commands...).
-  EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
-            std::function<void()> on_child_exit);
+  EventLoop(const std::string& tool, std::vector<FerryLink> links, pid_t init, std::function<void()> on_child_exit);
   // Runs TASK (not owned; it must outlive run()) whenever it is due.
   void add_task(LoopTask* task) { tasks_.push_back(task); }
   // Runs until the command's init exits; returns its exit status (128+N if killed by signal N).
@@ -43,11 +50,14 @@ class EventLoop {
   int nap(epoll_event* ev, Nanos timeout);
   bool on_signals(int& status);
   void stop_if_finished(Nanos now);
+  int turn(Nanos& now);
+  Nanos next_release() const;
+  Nanos capture_due() const;
+  bool any_arrivals() const;
   Nanos tasks_due() const;  // the earliest task's due time, or kNever
 
   std::string tool_;  // for messages
-  Ferry& ferry_;
-  PacketQueue* queues_[2];
+  std::vector<FerryLink> links_;
   pid_t init_;
   std::function<void()> on_child_exit_;
   Nanos last_arrival_ = 0, last_epoll_ = 0;

@@ -44,5 +44,10 @@ constexpr const char* kHostLinkOuterName = "host0";
 constexpr const char* kLinkOuterName = "outer";
 constexpr const char* kLinkInnerName = "inner";
 constexpr const char* kCommandIfname = "tm0";
+// tm-multipath: path N's interface in the command namespace is pathN; its link's ends in L are outerN and innerN.
+constexpr const char* kPathIfnamePrefix = "path";
+// Path N's routing table in the command namespace (what its addresses send goes by it), and its rules' priority.
+constexpr uint32_t kPathTableBase = 100;
+constexpr uint32_t kPathRulePriority = 1000;
 
 }  // namespace tracemod

@@ -150,11 +150,13 @@ void Outside::join_by_pasta(bool verbose) {
 // Masquerade what the command sends beyond P; as the outermost shell, TCP and UDP to $TM_BASE ($TM_BASE6), from
 // the command or from P0 itself, go on to the host (the kernel path's host end, or pasta's gateway, which pasta
 // maps to the host's loopback).
-std::string Outside::nat_rules(const std::string& table, const LinkPlan& p) const {
+std::string Outside::nat_rules(const std::string& table, const std::vector<LinkPlan>& plans) const {
   const std::string t = "inet " + table;
   std::string r = "add chain " + t + " post { type nat hook postrouting priority srcnat; policy accept; }\n";
-  r += "add rule " + t + " post ip saddr " + p.subnet4 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
-  r += "add rule " + t + " post ip6 saddr " + p.subnet6 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
+  for (const LinkPlan& p : plans) {
+    r += "add rule " + t + " post ip saddr " + p.subnet4 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
+    r += "add rule " + t + " post ip6 saddr " + p.subnet6 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
+  }
   if (host_gateway4_.empty() && host_gateway6_.empty()) return r;
   for (const char* hook : {"prerouting", "output"}) {
     const std::string chain = hook[0] == 'p' ? "pre" : "out";
@@ -169,7 +171,7 @@ std::string Outside::nat_rules(const std::string& table, const LinkPlan& p) cons
   return r;
 }
 
-void Outside::connect(const LinkPlan& plan, Netlink& p_nl) {
+void Outside::connect(const std::vector<LinkPlan>& plans, Netlink& p_nl) {
   if (path_ == Path::kKernel) finish_kernel_path();
   if (path_ == Path::kPasta) {
     if (auto route = wait_for_pasta(p_nl, *host_)) {
@@ -179,9 +181,10 @@ void Outside::connect(const LinkPlan& plan, Netlink& p_nl) {
       path_ = Path::kIsolated;
     }
   }
-  if (path_ == Path::kIsolated) return;  // nothing lies beyond P0
-  const std::string table = "tracemod_" + std::to_string(plan.level) + "_" + std::to_string(plan.sibling);
-  nat_ = std::make_unique<OwnedNftTable>(table, nat_rules(table, plan));
+  if (path_ == Path::kIsolated) return;   // nothing lies beyond P0
+  const LinkPlan& first = plans.front();  // its sibling number is this shell's alone
+  const std::string table = "tracemod_" + std::to_string(first.level) + "_" + std::to_string(first.sibling);
+  nat_ = std::make_unique<OwnedNftTable>(table, nat_rules(table, plans));
 }
 
 void Outside::start_command(CommandSpec spec) {

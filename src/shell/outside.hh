@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shell/command.hh"
 #include "shell/host_helper.hh"
@@ -59,7 +60,8 @@ class Outside {
 
   // Once this shell's link is configured in P (through P_NL): NAT, and for the outermost shell the mapping of
   // TCP and UDP for $TM_BASE/$TM_BASE6 to the host's services.
-  void connect(const LinkPlan& plan, Netlink& p_nl);
+  // PLANS: one per link (tm-multipath has one per path).
+  void connect(const std::vector<LinkPlan>& plans, Netlink& p_nl);
   // Starts --outside CMD, if given, in P as SPEC (argv and environment filled by the caller) and waits until it
   // listens. Throws Error if it ends first.
   void start_command(CommandSpec spec);
@@ -75,7 +77,7 @@ class Outside {
   void finish_kernel_path();
   void join_without_kernel(bool verbose);
   void join_by_pasta(bool verbose);
-  std::string nat_rules(const std::string& table, const LinkPlan& p) const;
+  std::string nat_rules(const std::string& table, const std::vector<LinkPlan>& plans) const;
 
   std::string tool_;
   OutsideOptions options_;

@@ -27,11 +27,18 @@ struct ShellOptions {
   bool meter = false;                    // --meter: a live status line (live/meter.hh)
   OutsideOptions outside;                // how the outermost shell meets the host; --outside CMD
   std::shared_ptr<LinkCapture> capture;  // --pcap: null if none
+  // tm-multipath: one link per path, each with an interface of its own in the command's namespace (path1,
+  // path2...) and policy routing by source address; unbound traffic leaves by DEFAULT_PATH (0-based); MPTCP
+  // enabled, each path's addresses subflow endpoints.
+  bool multipath = false;
+  size_t default_path = 0;
 };
 
 using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
 
 // Runs the command behind the link until it exits; returns its exit status (128+N if killed by signal N).
 int run_shell(const ShellOptions& options, const QueueFactory& make_queue);
+// The same with one link per path, each with its queues from PATHS[i] (options.multipath).
+int run_shell(const ShellOptions& options, const std::vector<QueueFactory>& paths);
 
 }  // namespace tracemod

@@ -1,5 +1,6 @@
 #include "util/netlink.hh"
 
+#include <linux/fib_rules.h>
 #include <linux/if.h>
 #include <linux/if_addr.h>
 #include <linux/neighbour.h>
@@ -13,6 +14,7 @@
 #include <netlink/route/link/veth.h>
 #include <netlink/route/neighbour.h>
 #include <netlink/route/route.h>
+#include <netlink/route/rule.h>
 #include <sys/socket.h>
 
 #include <cstdio>
@@ -41,6 +43,7 @@ using Addr = std::unique_ptr<nl_addr, Freer<nl_addr, nl_addr_put>>;
 using RtAddr = std::unique_ptr<rtnl_addr, Freer<rtnl_addr, rtnl_addr_put>>;
 using Route = std::unique_ptr<rtnl_route, Freer<rtnl_route, rtnl_route_put>>;
 using Neigh = std::unique_ptr<rtnl_neigh, Freer<rtnl_neigh, rtnl_neigh_put>>;
+using Rule = std::unique_ptr<rtnl_rule, Freer<rtnl_rule, rtnl_rule_put>>;
 using Cache = std::unique_ptr<nl_cache, Freer<nl_cache, nl_cache_free>>;
 
 Addr parse_addr(const std::string& text, int family) {
@@ -126,13 +129,13 @@ void Netlink::add_address(const std::string& name, const std::string& address) {
   check("add address " + address + " to " + name, rtnl_addr_add(sock_.get(), addr.get(), NLM_F_CREATE | NLM_F_EXCL));
 }
 
-void Netlink::add_route(const std::string& destination, const std::string& gateway, const std::string& name,
-                        int family) {
+void Netlink::add_route(const std::string& destination, const std::string& gateway, const std::string& name, int family,
+                        uint32_t table) {
   Route route(rtnl_route_alloc());
   Addr dst = parse_addr(destination, family);
   rtnl_route_set_family(route.get(), static_cast<uint8_t>(family));
   check("route destination " + destination, rtnl_route_set_dst(route.get(), dst.get()));
-  rtnl_route_set_table(route.get(), RT_TABLE_MAIN);
+  rtnl_route_set_table(route.get(), table);
   rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
   rtnl_route_set_scope(route.get(), RT_SCOPE_UNIVERSE);
   rtnl_nexthop* nh = rtnl_route_nh_alloc();  // owned by the route once added
@@ -141,6 +144,19 @@ void Netlink::add_route(const std::string& destination, const std::string& gatew
   rtnl_route_add_nexthop(route.get(), nh);
   check("add route " + destination + " via " + gateway,
         rtnl_route_add(sock_.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL));
+}
+
+void Netlink::add_source_rule(const std::string& source, uint32_t table, uint32_t priority) {
+  Rule rule(rtnl_rule_alloc());
+  if (!rule) throw Error("netlink: out of memory");
+  Addr src = parse_addr(source, AF_UNSPEC);
+  rtnl_rule_set_family(rule.get(), nl_addr_get_family(src.get()));
+  check("rule source " + source, rtnl_rule_set_src(rule.get(), src.get()));
+  rtnl_rule_set_table(rule.get(), table);
+  rtnl_rule_set_prio(rule.get(), priority);
+  rtnl_rule_set_action(rule.get(), FR_ACT_TO_TBL);
+  check("add rule from " + source + " to table " + std::to_string(table),
+        rtnl_rule_add(sock_.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL));
 }
 
 void Netlink::add_neighbour(const std::string& name, const std::string& address, const MacAddress& mac) {

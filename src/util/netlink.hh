@@ -24,6 +24,7 @@ struct LinkEnd {
 
 class Netlink {
  public:
+  static constexpr uint32_t kMainTable = 254;  // RT_TABLE_MAIN, the routing table used without rules
   Netlink();
   ~Netlink();
   Netlink(const Netlink&) = delete;
@@ -39,8 +40,12 @@ class Netlink {
   void set_up(const std::string& name);
   // ADDRESS is "a.b.c.d/len" or "x::y/len"; duplicate address detection is skipped (the link is ours).
   void add_address(const std::string& name, const std::string& address);
-  // DESTINATION is a prefix ("default" allowed), GATEWAY an address on NAME's link.
-  void add_route(const std::string& destination, const std::string& gateway, const std::string& name, int family);
+  // DESTINATION is a prefix ("default" allowed), GATEWAY an address on NAME's link; in routing table TABLE.
+  void add_route(const std::string& destination, const std::string& gateway, const std::string& name, int family,
+                 uint32_t table = kMainTable);
+  // A policy routing rule: packets from SOURCE (an address, as a host prefix) look up routing table TABLE, at
+  // PRIORITY (before the main table's 32766).
+  void add_source_rule(const std::string& source, uint32_t table, uint32_t priority);
   // A permanent neighbour entry, so the first packet needs no ARP/ND round trip across the emulated link.
   void add_neighbour(const std::string& name, const std::string& address, const MacAddress& mac);
 

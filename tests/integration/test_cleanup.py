@@ -47,6 +47,10 @@ def scenarios(tools):
         "background-children": tools.delay(0, cmd=sh(LINGERER + "echo ready; exec sleep 1000")),
         "nested-shells": tools.delay(0, cmd=tools.loss("uplink", 0, cmd=tools.delay(
             0, cmd=sh(LINGERER + "echo ready; exec sleep 1000")))),
+        # Two paths with an MPTCP transfer across them (a subflow each) when the shell dies.
+        "multipath": tools.shell("tm-multipath", "--path", "rate=10mbit,delay=5", "--path", "rate=20mbit,delay=10",
+                                 "--outside", "mptcpize run " + OUTSIDE_SENDER,
+                                 cmd=["mptcpize", "run", *sh(STALLED_RECEIVER)]),
     }
 
 
@@ -198,7 +202,8 @@ def start_and_survey(who, argv, spawn, private_tmp, root):
     return shell, processes, namespace_ids, before
 
 
-@pytest.mark.parametrize("scenario", ["command", "background-children", "nested-shells", "outside-sender"])
+@pytest.mark.parametrize("scenario", ["command", "background-children", "nested-shells", "outside-sender",
+                                      "multipath"])
 def test_sigkill_of_the_shell_leaves_nothing(who, root, tools, spawn, private_tmp, scenario):
     shell, processes, namespace_ids, before = start_and_survey(who, scenarios(tools)[scenario], spawn, private_tmp,
                                                                root)

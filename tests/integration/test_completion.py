@@ -20,6 +20,7 @@ CONTEXTS = [
     ("tm-link", None, ["--help"], None),
     ("tm-onoff", None, ["--help"], None),
     ("tm-modulate", None, ["--help"], None),
+    ("tm-multipath", None, ["--help"], None),
     ("tm-graph", None, ["--help"], None),
     ("tm-top", None, ["--help"], None),
     ("tm-trace", "validate", ["validate", "--help"], None),

@@ -183,8 +183,9 @@ def test_without_gnuplot_the_summary_still_prints(root, tools, public_tmp):
 
 
 @pytest.mark.parametrize("args,named", [(["x.log", "--bin", "0"], "'0'"), (["x.log", "--bin", "x"], "'x'"),
-                                        ([], "missing LOG"), (["--bogus"], "--bogus"), (["a", "b"], "too many")],
-                         ids=["bin 0", "bin x", "no log", "unknown option", "two logs"])
+                                        ([], "missing LOG"), (["--bogus"], "--bogus"),
+                                        (["a", "b", "--json"], "--json reads one LOG")],
+                         ids=["bin 0", "bin x", "no log", "unknown option", "json of two logs"])
 def test_bad_usage_exits_2(root, tools, args, named):
     r = root.run(tools.tool("tm-graph", *args))
     assert r.returncode == 2 and r.stdout == ""

@@ -250,6 +250,16 @@ TEST(LinkLogPlotScript, HoldsBothPanelsAndTheDataInline) {
   EXPECT_NE(plot_script(s, PlotFormat::kPng, "t").find("set terminal pngcairo"), std::string::npos);
 }
 
+TEST(LinkLogPlotScript, SeveralLogsShareOnePictureOnTheirCommonClock) {
+  const LinkLogStats a = read("# base timestamp: 0\n0 # 1500\n5 - 1500 2\n", 10 * kMillisecond);
+  const LinkLogStats b = read("# base timestamp: 0\n20 # 1500\n30 - 1500 1\n", 10 * kMillisecond);
+  const std::string script = plot_script({&a, &b}, {"path1", "path2"}, PlotFormat::kSvg, "paths");
+  for (const char* part : {"$bins0 << EOD\n", "$bins1 << EOD\n", "\"path1 delivered\"", "\"path2 capacity\"",
+                           "\"path2 mean per bin\"", "set xrange [0.000000:0.030000]"})
+    EXPECT_NE(script.find(part), std::string::npos) << part << " in " << script;
+  EXPECT_EQ(plot_script({&a}, {"path1"}, PlotFormat::kSvg, "t"), plot_script(a, PlotFormat::kSvg, "t"));
+}
+
 TEST(LinkLogPlotScript, QuotesControlCharactersAway) {
   EXPECT_EQ(gnuplot_quote("a\nb\t\"c\""), "\"a b \\\"c\\\"\"");
 }

@@ -90,13 +90,19 @@ def resolve_file(word, base):
     return None
 
 
+def values_of(word):
+    """What a word may name a file with: the word, the value of --option=VALUE, and each VALUE of a comma-separated
+    KEY=VALUE list (a tm-multipath --path SPEC: trace=FILE,delay=20)."""
+    value = word.split("=", 1)[1] if word.startswith("--") and "=" in word else word
+    if not value or value.startswith("-"):
+        return []
+    return [value] + [item.split("=", 1)[1] for item in value.split(",") if "=" in item]
+
+
 def traces_of(words, base):
     """{path: sha256} of every file a level's words name (traces, schedules, ...)."""
     out = {}
-    for word in words:
-        value = word.split("=", 1)[1] if word.startswith("--") and "=" in word else word
-        if not value or value.startswith("-"):
-            continue
+    for value in (v for word in words for v in values_of(word)):
         path = resolve_file(value, base)
         if path:
             out[path] = sha256(path)

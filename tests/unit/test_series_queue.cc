@@ -1,0 +1,70 @@
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "fake.hh"
+#include "queues/delay_queue.hh"
+#include "queues/loss_queue.hh"
+#include "queues/series_queue.hh"
+
+namespace tracemod {
+namespace {
+
+using fake::CollectSink;
+using fake::Conserved;
+using fake::udp4;
+
+constexpr uint64_t kNoLimit = 1ull << 40;
+
+std::unique_ptr<SeriesQueue> two_delays(Nanos first, Nanos second) {
+  std::vector<std::unique_ptr<PacketQueue>> stages;
+  stages.push_back(std::make_unique<DelayQueue>(first, kNoLimit));
+  stages.push_back(std::make_unique<DelayQueue>(second, kNoLimit));
+  return std::make_unique<SeriesQueue>(std::move(stages));
+}
+
+TEST(SeriesQueue, TheSecondStageRunsFromTheFirstOnesReleaseNotFromTheTurnThatSawIt) {
+  BufferPool pool;
+  auto q = two_delays(10 * kMillisecond, 5 * kMillisecond);
+  CollectSink out;
+  q->enqueue(udp4(pool, 100, 1000), 1000);
+  EXPECT_EQ(q->next_event(), 1000 + 10 * kMillisecond);
+  q->dequeue_ready(1000 + 12 * kMillisecond, out);  // a late turn: the first stage released 2 ms ago
+  EXPECT_TRUE(out.got.empty());
+  EXPECT_EQ(q->next_event(), 1000 + 15 * kMillisecond);
+  q->dequeue_ready(1000 + 15 * kMillisecond, out);
+  ASSERT_EQ(out.got.size(), 1u);
+  EXPECT_EQ(out.got[0].release, 1000 + 15 * kMillisecond);
+}
+
+TEST(SeriesQueue, WhatIsDueAtEveryStageLeavesInOneTurn) {
+  BufferPool pool;
+  auto q = two_delays(0, 0);
+  CollectSink out;
+  q->enqueue(udp4(pool, 100, 7), 7);
+  q->dequeue_ready(7, out);
+  EXPECT_EQ(out.got.size(), 1u);
+}
+
+TEST(SeriesQueue, CountsInAtTheFirstOutOfTheLastAndDropsAnywhere) {
+  BufferPool pool;
+  std::vector<std::unique_ptr<PacketQueue>> stages;
+  stages.push_back(std::make_unique<DelayQueue>(kMillisecond, kNoLimit));
+  stages.push_back(std::make_unique<LossQueue>(1.0, RandomStream(1, 0), pool));  // drops everything
+  stages.push_back(std::make_unique<DelayQueue>(kMillisecond, kNoLimit));
+  SeriesQueue q(std::move(stages));
+  CollectSink out;
+  for (int i = 0; i < 3; ++i) q.enqueue(udp4(pool, 100, i), i);
+  EXPECT_EQ(q.stats().in_packets, 3u);
+  EXPECT_EQ(q.stats().queued_packets, 3u);
+  EXPECT_TRUE(Conserved(q.stats()));
+  q.dequeue_ready(10 * kMillisecond, out);
+  EXPECT_TRUE(out.got.empty());
+  EXPECT_EQ(q.stats().dropped_packets, 3u);
+  EXPECT_EQ(q.stats().queued_packets, 0u);
+  EXPECT_TRUE(Conserved(q.stats()));
+}
+
+}  // namespace
+}  // namespace tracemod
