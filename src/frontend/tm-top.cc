@@ -20,7 +20,7 @@ using namespace tracemod;
 
 namespace {
 
-constexpr const char* kSynopsis = "[--once | --json | --web [ADDR:]PORT] [--interval DURATION]";
+constexpr const char* kSynopsis = "[--once | --json | --web [ADDR:]PORT] [--pid PID] [--interval DURATION]";
 
 struct Options {
   bool once = false, json = false;
@@ -28,6 +28,7 @@ struct Options {
   top::WebOptions web_options;
   Nanos interval = 250 * kMillisecond;
   size_t width = 0;  // --once: 0 is the terminal's width, or no limit off a terminal
+  pid_t pid = 0;     // --pid: 0 for every shell
 };
 
 // Returns false if --help or --version was answered.
@@ -42,9 +43,10 @@ bool parse_options(int argc, char** argv, Options& o) {
        "with --web on an address that is not loopback: serve every shell's command and counters to anyone who "
        "reaches it")  //
       ("interval", po::value<std::string>()->value_name("DURATION"),
-       "how often the view is refreshed (default 250ms, at most 1s)")                             //
-      ("width", po::value<std::string>()->value_name("COLUMNS"), "--once: cut lines to COLUMNS")  //
-      ("help,h", "show this help and exit")                                                       //
+       "how often the view is refreshed (default 250ms, at most 1s)")                                             //
+      ("width", po::value<std::string>()->value_name("COLUMNS"), "--once: cut lines to COLUMNS")                  //
+      ("pid", po::value<std::string>()->value_name("PID"), "show only the shell PID and the shells it encloses")  //
+      ("help,h", "show this help and exit")                                                                       //
       ("version", "show the version and exit");
   po::variables_map vm;
   po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
@@ -70,6 +72,8 @@ bool parse_options(int argc, char** argv, Options& o) {
   if (vm.count("interval"))
     o.interval = parse_duration_between("--interval", vm["interval"].as<std::string>(), 0, 10 * kMillisecond,
                                         1000 * kMillisecond);
+  if (vm.count("pid"))
+    o.pid = static_cast<pid_t>(parse_whole_number("--pid", vm["pid"].as<std::string>(), 1, 4194304, "a process id"));
   if (vm.count("width"))
     o.width = parse_whole_number("--width", vm["width"].as<std::string>(), 20, 10000, "a number of columns");
   return true;
@@ -83,6 +87,7 @@ size_t terminal_width() {
 // One snapshot: the shells read for a second (their rates need an interval), then printed.
 int print_once(const Options& o) {
   live::Monitor monitor;
+  monitor.only(o.pid);
   const Nanos until = monotonic_now() + live::Monitor::kRecent + 50 * kMillisecond;
   for (monitor.refresh(); monotonic_now() < until; monitor.refresh())
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -111,6 +116,7 @@ int main(int argc, char** argv) {
   try {
     if (o.once || o.json) return print_once(o);
     live::Monitor monitor;
+    monitor.only(o.pid);
     if (o.web) return top::run_web(monitor, o.web_options, o.interval);
     if (!isatty(0) || !isatty(1)) throw UsageError("the live view needs a terminal: use --once, --json or --web");
     return top::run_terminal(monitor, o.interval);

@@ -165,7 +165,12 @@ std::vector<const ShellState*> Monitor::shells() const {
       add(pid);
     }
   };
-  add(0);
+  if (only_ == 0) {
+    add(0);
+  } else if (auto it = watched_.find(only_); it != watched_.end() && !it->second.state.history.empty()) {
+    out.push_back(&it->second.state);
+    add(only_);
+  }
   return out;
 }
 

@@ -61,6 +61,8 @@ class Monitor {
   void refresh();
   // The shells in tree order: each followed by those it encloses, by pid.
   std::vector<const ShellState*> shells() const;
+  // From now on shells() holds only the shell PID and those it encloses (0: every shell).
+  void only(pid_t pid) { only_ = pid; }
 
  private:
   struct Watched {
@@ -70,7 +72,8 @@ class Monitor {
   void adopt(pid_t pid, const std::string& path);
   void link_parents();
   std::map<pid_t, Watched> watched_;
-  std::map<pid_t, bool> refused_;  // pids whose fd was not a page we know: not looked at again
+  std::map<pid_t, bool> refused_;
+  pid_t only_ = 0;  // pids whose fd was not a page we know: not looked at again
 };
 
 }  // namespace tracemod::live

@@ -117,7 +117,8 @@ def test_the_terminal_view_agrees_with_the_link_log(who, tools, public_tmp, spaw
     log = str(public_tmp / f"{who.name}-up.log")
     shell = spawn(who, link_argv(tools, log, 9))
     time.sleep(4)  # the queue has filled: a steady state
-    term = Tmux(who, private_dir(who, public_tmp, "tmux"), [tools.path("tm-top")])
+    # --pid: this test's shell alone, whatever else runs on the machine.
+    term = Tmux(who, private_dir(who, public_tmp, "tmux"), [tools.path("tm-top"), "--pid", str(shell.pid)])
     try:
         time.sleep(2)
         screen = term.screen()
@@ -154,11 +155,11 @@ def test_the_terminal_view_agrees_with_the_link_log(who, tools, public_tmp, spaw
     assert log_figures["slowest"] >= 0.95 * RATE_MBIT, log_figures  # the reader's stop included
 
 
-def wait_for_shells(who, tools, count, timeout=10):
-    """tm-top --json as WHO, until it shows COUNT shells."""
+def wait_for_shells(who, tools, count, timeout=10, pid=None):
+    """tm-top --json as WHO (of the shell PID and those it encloses, if given), until it shows COUNT shells."""
     deadline = time.monotonic() + timeout
     while True:
-        r = who.run(tools.tool("tm-top", "--json"))
+        r = who.run(tools.tool("tm-top", "--json", *(["--pid", pid] if pid else [])))
         assert r.returncode == 0, r.stderr
         shells = json.loads(r.stdout)["shells"]
         if len(shells) >= count or time.monotonic() > deadline:
@@ -169,17 +170,18 @@ def wait_for_shells(who, tools, count, timeout=10):
 def test_json_and_once_show_nested_shells_as_a_tree(who, tools, spawn):
     link = tools.shell("tm-link", "--uplink-rate", "12mbit", "--downlink-rate", "12mbit", cmd=["sleep", "8"])
     stack = spawn(who, tools.shell("tm-delay", 30, cmd=link))
-    shells = wait_for_shells(who, tools, 2)
+    shells = wait_for_shells(who, tools, 2, pid=stack.pid)
     assert [s["tool"] for s in shells] == ["tm-delay", "tm-link"], shells
     outer, inner = shells
-    assert outer["pid"] == stack.pid and outer["parent"] == 0 and outer["level"] == 0 and outer["depth"] == 0
+    assert outer["pid"] == stack.pid and outer["depth"] == 0
+    assert outer["parent"] == 0 and outer["level"] == 0  # no shell of this user encloses it
     assert inner["parent"] == outer["pid"] and inner["level"] == 1 and inner["depth"] == 1
     assert outer["tag"] == "[delay 30]" and outer["arguments"] == "30" and inner["command"] == "sleep 8", shells
     assert outer["uplink"]["offered_bps"] is None  # a delay line has no capacity
     for d in ("uplink", "downlink"):  # an idle link offers its capacity all the same
         assert within(inner[d]["offered_bps"], 12e6, 0.05), inner[d]
         assert inner[d]["delivered_bps"] < 0.1e6, inner[d]
-    text = who.run(tools.tool("tm-top", "--once", "--width", "80"))
+    text = who.run(tools.tool("tm-top", "--once", "--width", "80", "--pid", stack.pid))
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     assert len(lines) == 6 and all(len(line) <= 80 for line in lines), text.stdout
@@ -188,16 +190,16 @@ def test_json_and_once_show_nested_shells_as_a_tree(who, tools, spawn):
     assert re.match(r"\s{2}\s*\d+ tm-link --uplink-rate 12mbit", lines[3]), lines[3]
     stack.kill()  # SIGKILL: its page goes with it
     stack.wait(timeout=TIMEOUT)
-    deadline = time.monotonic() + 10
-    while wait_for_shells(who, tools, 0, timeout=0) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert wait_for_shells(who, tools, 0, timeout=0) == []
+    pids = {s["pid"] for s in shells}
+    seen = {s["pid"] for s in wait_for_shells(who, tools, 0, timeout=0)}
+    assert not pids & seen, (pids, seen)  # gone as it ended, the shell inside with it
 
 
 def test_a_user_sees_only_their_own_shells(root, user, tools, spawn):
-    spawn(root, tools.shell("tm-delay", 5, cmd=["sleep", "6"]))
-    assert len(wait_for_shells(root, tools, 1)) == 1
-    assert wait_for_shells(user, tools, 1, timeout=1) == []
+    shell = spawn(root, tools.shell("tm-delay", 5, cmd=["sleep", "6"]))
+    assert [s["pid"] for s in wait_for_shells(root, tools, 1, pid=shell.pid)] == [shell.pid]
+    assert wait_for_shells(user, tools, 1, timeout=1, pid=shell.pid) == []
+    assert shell.pid not in {s["pid"] for s in wait_for_shells(user, tools, 0, timeout=0)}
 
 
 def web(tools, who, spawn, *args):
@@ -228,8 +230,8 @@ def get(url):
 
 def test_the_web_page_serves_the_figures_and_refuses_a_public_address(who, tools, spawn, public_tmp):
     log = str(public_tmp / f"{who.name}-web.log")
-    spawn(who, link_argv(tools, log, 6))
-    url = web(tools, who, spawn, "127.0.0.1:0", "--interval", "100ms")
+    shell = spawn(who, link_argv(tools, log, 6))
+    url = web(tools, who, spawn, "127.0.0.1:0", "--interval", "100ms", "--pid", shell.pid)
     time.sleep(3)
     status, kind, page = get(url)
     assert status == 200 and kind.startswith("text/html"), kind
@@ -252,8 +254,8 @@ CHROMIUM = shutil.which("chromium")
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 def test_the_page_in_a_browser_redraws_twice_a_second_with_the_json_figures(root, tools, spawn, public_tmp, tmp_path):
-    spawn(root, link_argv(tools, str(public_tmp / "browser-up.log"), 14))
-    url = web(tools, root, spawn, "127.0.0.1:0")
+    shell = spawn(root, link_argv(tools, str(public_tmp / "browser-up.log"), 14))
+    url = web(tools, root, spawn, "127.0.0.1:0", "--pid", shell.pid)
     time.sleep(3)  # the link is saturated, and tm-top has a few seconds of history
 
     def chromium(*args):
@@ -263,7 +265,7 @@ def test_the_page_in_a_browser_redraws_twice_a_second_with_the_json_figures(root
         return r.stdout
 
     dom = chromium("--virtual-time-budget=4000", "--dump-dom")
-    figures = json.loads(root.run(tools.tool("tm-top", "--json")).stdout)["shells"][0]["uplink"]
+    figures = json.loads(root.run(tools.tool("tm-top", "--json", "--pid", shell.pid)).stdout)["shells"][0]["uplink"]
     m = re.search(r'data-updates="(\d+)"', dom)
     assert m and int(m.group(1)) >= 8, dom[-2000:]  # 4 s at twice a second, and the first at once
     shown = re.search(r"up\s+([\d.]+) / ([\d.]+) Mbit/s\s+queue (\d+) pkts", dom)
@@ -309,10 +311,10 @@ def test_drops_are_told_apart_by_cause_and_a_schedule_shows_its_state(who, tools
     schedule = public_tmp / "off-after-half-a-second.sched"
     schedule.write_text("0.5s off\n")  # on until 0.5 s, then off for good
     os.chmod(schedule, 0o644)
-    spawn(who, tools.shell("tm-onoff", "--schedule", str(schedule),
-                           cmd=tools.shell("tm-loss", "uplink", "30%", "--seed", 1, cmd=sender(6))))
+    stack = spawn(who, tools.shell("tm-onoff", "--schedule", str(schedule),
+                                   cmd=tools.shell("tm-loss", "uplink", "30%", "--seed", 1, cmd=sender(6))))
     time.sleep(2)
-    onoff, loss = wait_for_shells(who, tools, 2)
+    onoff, loss = wait_for_shells(who, tools, 2, pid=stack.pid)
     assert (onoff["tool"], loss["tool"]) == ("tm-onoff", "tm-loss")
     lost, off = loss["uplink"]["drops_per_s"], onoff["uplink"]["drops_per_s"]
     assert 200 <= lost["loss"] <= 400 and lost["queue"] == lost["outage"] == lost["aqm"] == 0, loss["uplink"]
