@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from channel import udp_run
 from conftest import TRACES, TooSlow, assert_ping_rtt, measured, ping_cmd, python_script, sh, write_public
 
 NS = 1_000_000_000
@@ -242,6 +243,51 @@ def test_each_direction_its_own_schedule_over_ipv6_and_ipv4(who, tools, public_t
         cmd = tools.shell("tm-modulate", "--uplink", up, "--downlink", down,
                           cmd=ping_cmd(count=5, interval=0.2, target=target))
         assert_ping_rtt(who, cmd, 20.0, 22.0)
+
+
+# Each direction one way, so a swap of the schedules shows (the round trip above is the same either way): the
+# uplink has F = 5 ms at 2 Mbit/s, the downlink F = 20 ms at 8 Mbit/s. 60 datagrams of 1000 IP bytes each way,
+# 0.5 ms apart, keep each bottleneck busy (4 and 1 ms a datagram). From the sender's clock and the receiving
+# kernel's time stamps: none arrives before its service ends in a FIFO of the configured rate fed at the send
+# times, plus F (a faster rate or a shorter F would show so); the rate measured is the datagram over the median
+# spacing of arrivals, and F the median of each arrival less that service end (the path adds tens of us; a
+# later arrival is a timing miss, measured again).
+ONE_WAY = {"up": (5.0, 2.0), "down": (20.0, 8.0)}  # F ms, Mbit/s
+
+
+def one_way_figures(datagrams, size, f_ms, mbps):
+    """(rate Mbit/s, F ms, earliest arrival less its modelled release in ms) of DATAGRAMS, in order sent."""
+    service = size * 8 / (mbps * 1e6) * 1e9
+    end, late = 0.0, []
+    for d in datagrams:
+        end = max(d.sent, end) + service
+        late.append((d.received - end) / 1e6)
+    gaps = [(b.received - a.received) / 1e6 for a, b in zip(datagrams, datagrams[1:])]
+    return size * 8 / statistics.median(gaps) / 1e3, statistics.median(late), min(late) - f_ms
+
+
+def test_each_direction_its_own_delay_and_rate_one_way(who, tools, public_tmp):
+    size, n = 1000, 60
+    scheds = {d: write_public(public_tmp, f"{d}.sched", f"1h delay={f}ms rate={r}mbit\n")
+              for d, (f, r) in ONE_WAY.items()}
+    shell = [tools.path("tm-modulate"), "--uplink", scheds["up"], "--downlink", scheds["down"]]
+
+    def check():
+        run = udp_run(who, tools, shell, n, 0.0005, size=size, down=(n, 0.0005))
+        found = {}
+        for d, datagrams in (("up", run.up), ("down", run.down)):
+            f_ms, mbps = ONE_WAY[d]
+            assert sorted(x.seq for x in datagrams) == list(range(n)), f"{d}: lost {n - len(datagrams)}"
+            rate, f, early = one_way_figures(sorted(datagrams, key=lambda x: x.seq), size, f_ms, mbps)
+            found[d] = rate, f
+            verdict = f"{d}: {rate:.3f} Mbit/s and F {f:.3f} ms (configured {mbps} and {f_ms})"
+            assert early >= -0.02, f"{verdict}: a datagram {-early:.3f} ms early"
+            if f > f_ms + 0.3 or abs(rate - mbps) > 0.01 * mbps:
+                raise TooSlow(verdict)
+        return found
+
+    found = measured(check)
+    print("; ".join(f"{d}: {rate:.3f} Mbit/s, F {f:.3f} ms" for d, (rate, f) in found.items()))
 
 
 # F = 10 ms and 4 Mbit/s, each direction its own: a ping's round trip is never below 2F plus its 84 bytes'
