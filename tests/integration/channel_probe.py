@@ -2,8 +2,8 @@
 tracemod shells (the source travels on the command line, see conftest.python_script).
 
   recv PORT CMD...      receive UDP datagrams on PORT (IPv4 and IPv6) while CMD runs, then print one line per
-                        datagram, "up SEQ SENT RECEIVED SIZE", and the receiving namespace's counters, "snmp NAME
-                        DELTA"; exit with CMD's status
+                        datagram, "up SEQ SENT RECEIVED SIZE", the receiving namespace's counters, "snmp NAME
+                        DELTA", and when CMD ended, "exit T"; exit with CMD's status
   serve PORT COUNT SPACING SIZE CMD...
                         as recv, and from the first datagram on also send COUNT datagrams back to its sender
                         (the downlink), SPACING seconds apart
@@ -114,9 +114,11 @@ def report(records):
 
 
 def run(command):
+    """(CMD's status, when it ended)."""
     status = subprocess.run(command).returncode
+    ended = time.monotonic_ns()
     time.sleep(0.3)  # the last datagrams still crossing
-    return status
+    return status, ended
 
 
 def recv(port, command, reply=None):
@@ -129,9 +131,10 @@ def recv(port, command, reply=None):
         def first(peer):
             threading.Thread(target=send_stream, args=(s, peer, count, spacing, size), daemon=True).start()
     threading.Thread(target=receive, args=(s, records, "up", first), daemon=True).start()
-    status = run(command)
+    status, ended = run(command)
     report(list(records))
     print_counters(before)
+    print(f"exit {ended}")
     return status
 
 
