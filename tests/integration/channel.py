@@ -31,6 +31,7 @@ class Run:
     up: List[Datagram] = field(default_factory=list)  # in arrival order
     down: List[Datagram] = field(default_factory=list)
     snmp: Dict[str, int] = field(default_factory=dict)  # the receiving namespace's counter deltas
+    exited: int = 0  # ns, CLOCK_MONOTONIC: when the shell under test ended (udp_run)
     stdout: str = ""
     stderr: str = ""
 
@@ -52,19 +53,21 @@ def parse(stdout: str) -> Run:
             getattr(run, words[0]).append(Datagram(*map(int, words[1:5])))
         elif words and words[0] == "snmp":
             run.snmp[words[1]] = int(words[2])
+        elif words and words[0] == "exit":
+            run.exited = int(words[1])
     return run
 
 
 def udp_run(who, tools, shell, count, spacing, size=100, target="TM_OUTER", down=None, timeout=60, before="",
-            tos=0) -> Run:
+            tos=0, status=0) -> Run:
     """COUNT datagrams of SIZE IP bytes SPACING s apart through SHELL (the argv of the shell under test, up to
     its `--`) to $TARGET, with the IPv4 TOS byte TOS, and, with DOWN = (count, spacing), a stream back toward the
-    sender. BEFORE is shell code run first inside."""
+    sender. BEFORE is shell code run first inside. The shell must exit with STATUS."""
     probe = python_script("channel_probe.py")
     inner = [*shell, "--", *sh(f'{before}exec "$@" send "${target}" {PORT} {count} {spacing} {size} {tos}', *probe)]
     outer = [*probe, "recv", PORT, *inner] if down is None else [*probe, "serve", PORT, *down, size, *inner]
     r = who.run(tools.delay("--isolated", 0, cmd=list(map(str, outer))), timeout=timeout)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == status, (r.returncode, r.stderr)
     run = parse(r.stdout)
     run.stderr = r.stderr
     return run

@@ -2,8 +2,8 @@
 tracemod shells (the source travels on the command line, see conftest.python_script).
 
   recv PORT CMD...      receive UDP datagrams on PORT (IPv4 and IPv6) while CMD runs, then print one line per
-                        datagram, "up SEQ SENT RECEIVED SIZE", and the receiving namespace's counters, "snmp NAME
-                        DELTA"; exit with CMD's status
+                        datagram, "up SEQ SENT RECEIVED SIZE", the receiving namespace's counters, "snmp NAME
+                        DELTA", and when CMD ended, "exit T"; exit with CMD's status
   serve PORT COUNT SPACING SIZE CMD...
                         as recv, and from the first datagram on also send COUNT datagrams back to its sender
                         (the downlink), SPACING seconds apart
@@ -34,11 +34,18 @@ STAMP = struct.Struct("!QQ")  # sequence number, send time
 
 
 def realtime_offset():
-    """CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns."""
-    a = time.monotonic_ns()
-    r = time.time_ns()
-    b = time.monotonic_ns()
-    return r - (a + b) // 2
+    """CLOCK_REALTIME minus CLOCK_MONOTONIC, in ns, as src/util/clock.cc reads it: the true offset lies in
+    [r - b, r - a]; r - b of the tightest of a few reads puts a time stamp at the latest instant it can stand for,
+    so a delay measured with it is never early. (A midpoint is off by half of whatever ran between the reads, a
+    preemption or another thread holding the GIL: enough to show a datagram arriving before the link let it go.)"""
+    best, offset = None, 0
+    for _ in range(10):
+        a = time.monotonic_ns()
+        r = time.time_ns()
+        b = time.monotonic_ns()
+        if best is None or b - a < best:
+            best, offset = b - a, r - b
+    return offset
 
 
 def counters():
@@ -114,9 +121,11 @@ def report(records):
 
 
 def run(command):
+    """(CMD's status, when it ended)."""
     status = subprocess.run(command).returncode
+    ended = time.monotonic_ns()
     time.sleep(0.3)  # the last datagrams still crossing
-    return status
+    return status, ended
 
 
 def recv(port, command, reply=None):
@@ -129,9 +138,10 @@ def recv(port, command, reply=None):
         def first(peer):
             threading.Thread(target=send_stream, args=(s, peer, count, spacing, size), daemon=True).start()
     threading.Thread(target=receive, args=(s, records, "up", first), daemon=True).start()
-    status = run(command)
+    status, ended = run(command)
     report(list(records))
     print_counters(before)
+    print(f"exit {ended}")
     return status
 
 

@@ -53,6 +53,40 @@ def test_jitter_keeps_order_without_reorder(root, tools):
     assert mean(d.delay_ms for d in kept.up) > mean(d.delay_ms for d in free.up)
 
 
+def lag1_autocorrelation(xs) -> float:
+    m = mean(xs)
+    return sum((a - m) * (b - m) for a, b in zip(xs, xs[1:])) / sum((x - m) ** 2 for x in xs)
+
+
+# --correlation end to end: the one-way delays of N datagrams 0.5 ms apart, in the order they were sent (with
+# --reorder each leaves at its own sample), have a lag-1 autocorrelation of 0.9 (normal jitter: the sampler's
+# AR(1) normal scores correlate exactly rho) and still the SD asked for; without the option, none. The
+# estimate's SD is sqrt((1 - rho^2)/N) = 0.007 at 0.9 (0.02 is 2.9 sigma) and 1/sqrt(N) = 0.016 at 0 (0.08 is 5
+# sigma); the SD's, an AR(1)'s, is 3.4% at 0.9 (5% is 1.5 sigma: the seed makes it one fixed sample) and 1.1%
+# at 0. The path's own noise, tens of us against 5 ms, moves neither; a busy machine's (a sender or a ferry late
+# by a millisecond or more, several datagrams in a row) can only widen the SD and moves the correlation either
+# way, so of the end-to-end figures only the SD's lower bound is hard; the SD the queue gave (-v) is exact.
+@pytest.mark.parametrize("correlation", [0.9, 0])
+def test_correlation_of_successive_delays_end_to_end(user, tools, correlation):
+    extra = ["--uplink-correlation", f"{correlation:.0%}"] if correlation else []
+
+    def check():
+        run = udp_run(user, tools, jitter_shell(tools, "--uplink-distribution", "normal", "--uplink-reorder", *extra),
+                      N, 0.0005)
+        assert len(run.up) == N
+        given = float(re.search(r"delays mean [\d.]+ ms, SD ([\d.]+) ms", run.summary("uplink")).group(1))
+        delays = [d.delay_ms for d in sorted(run.up, key=lambda d: d.seq)]
+        r, sd = lag1_autocorrelation(delays), stdev(delays)
+        verdict = (f"lag-1 autocorrelation {r:.3f}, SD {sd:.3f} ms (the queue's {given:.3f}); configured {correlation},"
+                   f" SD {JITTER} ms")
+        assert abs(given - JITTER) <= 0.05 * JITTER and sd >= 0.95 * JITTER, verdict
+        if abs(r - correlation) > (0.02 if correlation else 0.08) or sd > 1.05 * JITTER:
+            raise TooSlow(verdict)
+        return verdict
+
+    print(measured(check))
+
+
 @pytest.mark.parametrize("args,needle", [
     (["10", "--distribution", "normal"], "--distribution needs --jitter MS"),
     (["10", "--uplink-correlation", "25%"], "--uplink-correlation needs --uplink-jitter MS"),

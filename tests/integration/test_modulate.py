@@ -7,6 +7,7 @@ import statistics
 
 import pytest
 
+from channel import lost, runs, udp_run
 from conftest import TRACES, TooSlow, assert_ping_rtt, measured, ping_cmd, python_script, sh, write_public
 
 NS = 1_000_000_000
@@ -244,6 +245,51 @@ def test_each_direction_its_own_schedule_over_ipv6_and_ipv4(who, tools, public_t
         assert_ping_rtt(who, cmd, 20.0, 22.0)
 
 
+# Each direction one way, so a swap of the schedules shows (the round trip above is the same either way): the
+# uplink has F = 5 ms at 2 Mbit/s, the downlink F = 20 ms at 8 Mbit/s. 60 datagrams of 1000 IP bytes each way,
+# 0.5 ms apart, keep each bottleneck busy (4 and 1 ms a datagram). From the sender's clock and the receiving
+# kernel's time stamps: none arrives before its service ends in a FIFO of the configured rate fed at the send
+# times, plus F (a faster rate or a shorter F would show so); the rate measured is the datagram over the median
+# spacing of arrivals, and F the median of each arrival less that service end (the path adds tens of us; a
+# later arrival is a timing miss, measured again).
+ONE_WAY = {"up": (5.0, 2.0), "down": (20.0, 8.0)}  # F ms, Mbit/s
+
+
+def one_way_figures(datagrams, size, f_ms, mbps):
+    """(rate Mbit/s, F ms, earliest arrival less its modelled release in ms) of DATAGRAMS, in order sent."""
+    service = size * 8 / (mbps * 1e6) * 1e9
+    end, late = 0.0, []
+    for d in datagrams:
+        end = max(d.sent, end) + service
+        late.append((d.received - end) / 1e6)
+    gaps = [(b.received - a.received) / 1e6 for a, b in zip(datagrams, datagrams[1:])]
+    return size * 8 / statistics.median(gaps) / 1e3, statistics.median(late), min(late) - f_ms
+
+
+def test_each_direction_its_own_delay_and_rate_one_way(who, tools, public_tmp):
+    size, n = 1000, 60
+    scheds = {d: write_public(public_tmp, f"{d}.sched", f"1h delay={f}ms rate={r}mbit\n")
+              for d, (f, r) in ONE_WAY.items()}
+    shell = [tools.path("tm-modulate"), "--uplink", scheds["up"], "--downlink", scheds["down"]]
+
+    def check():
+        run = udp_run(who, tools, shell, n, 0.0005, size=size, down=(n, 0.0005))
+        found = {}
+        for d, datagrams in (("up", run.up), ("down", run.down)):
+            f_ms, mbps = ONE_WAY[d]
+            assert sorted(x.seq for x in datagrams) == list(range(n)), f"{d}: lost {n - len(datagrams)}"
+            rate, f, early = one_way_figures(sorted(datagrams, key=lambda x: x.seq), size, f_ms, mbps)
+            found[d] = rate, f
+            verdict = f"{d}: {rate:.3f} Mbit/s and F {f:.3f} ms (configured {mbps} and {f_ms})"
+            assert early >= -0.02, f"{verdict}: a datagram {-early:.3f} ms early"
+            if f > f_ms + 0.3 or abs(rate - mbps) > 0.01 * mbps:
+                raise TooSlow(verdict)
+        return found
+
+    found = measured(check)
+    print("; ".join(f"{d}: {rate:.3f} Mbit/s, F {f:.3f} ms" for d, (rate, f) in found.items()))
+
+
 # F = 10 ms and 4 Mbit/s, each direction its own: a ping's round trip is never below 2F plus its 84 bytes'
 # serialization each way (0.168 ms), and TCP each way never beats the rate (the time runs from connect, so the
 # goodput is below the link's 4 Mbit/s x 1448/1500 of payload) and gets near it (a miss is measured again).
@@ -275,11 +321,76 @@ def test_the_seawind_example_schedule_keeps_its_latency(who, tools, public_tmp):
     assert_ping_rtt(who, cmd, 540.0, 560.0)
 
 
-def test_once_stops_the_command_at_the_end_of_the_schedule(who, tools, public_tmp):
-    sched = write_public(public_tmp, "short.sched", "300ms delay=1\n300ms off=hold\n")
-    r = who.run(tools.shell("tm-modulate", "--once", sched, cmd=["sleep", "20"]), timeout=30)
-    assert "schedule" in r.stderr or "trace has ended" in r.stderr, r.stderr
-    assert r.returncode == 128 + 15, (r.returncode, r.stderr)
+# Outages and --once end to end, datagrams 1 ms apart, times against the schedule's start (the log's base): a
+# 300 ms outage that drops shows as a gap of 300 ms where the schedule puts it, and played once the schedule
+# stops the command at its end (1.3 s), which nothing crossed after. The link's times are hard bounds (nothing
+# leaves before); the sender's and the shell's own lateness are timing misses, measured again.
+OUTAGE_MS, F_MS = (500.0, 800.0), 1.0
+
+
+def outage_run(who, tools, public_tmp, mode, count, *args, status=0):
+    """COUNT datagrams 1 ms apart through 500 ms on, a 300 ms outage that MODE (drop, hold), 500 ms on, all with
+    F = 1 ms; (the run, the schedule's start in ns)."""
+    sched = write_public(public_tmp, f"{mode}.sched", f"500ms delay={F_MS}ms\n300ms off={mode}\n500ms\n")
+    log = os.path.join(public_tmp, f"{mode}.log")
+    run = udp_run(who, tools, [tools.path("tm-modulate"), "-v", *args, "--log", log, sched], count, 0.001,
+                  status=status)
+    base = parse_log(log)[1]
+    sent = sorted(d.sent for d in run.up)
+    if not sent or sent[0] > base + (OUTAGE_MS[0] - 50) * 1e6:
+        raise TooSlow(f"the sender started {(sent[0] - base) / 1e6 if sent else '-'} ms into the schedule")
+    return run, base
+
+
+def test_an_outage_drops_for_its_length_and_once_stops_at_the_end(who, tools, public_tmp):
+    def check():
+        run, base = outage_run(who, tools, public_tmp, "drop", 1800, "--once", status=128 + 15)
+        assert "trace has ended (--once): stopping the command" in run.stderr, run.stderr
+        start, end = (base + t * 1e6 for t in OUTAGE_MS)
+        stop = base + 1300 * 1e6
+        by_seq = {d.seq: d for d in run.up}
+        first, last = min(by_seq), max(by_seq)
+        gaps = [g for g in runs(lost(run.up, last)) if g[0] > first]
+        assert len(gaps) == 1, f"gaps seen: {[(g[0], g[-1]) for g in gaps]}"
+        before, after = by_seq[gaps[0][0] - 1], by_seq[gaps[0][-1] + 1]
+        around = (after.sent - before.sent) / 1e6
+        verdict = (f"gap of {around:.2f} ms from {(before.sent - base) / 1e6:.2f} to {(after.sent - base) / 1e6:.2f} "
+                   f"ms; last datagram through sent at {(by_seq[last].sent - base) / 1e6:.2f} ms, the shell ended at "
+                   f"{(run.exited - base) / 1e6:.2f} ms (outage {OUTAGE_MS}, end 1300)")
+        # Nothing crosses the link while it is off, or after the end of a schedule played once: what did was sent
+        # before, or arrived at least F after.
+        assert before.sent < start and after.received >= end + F_MS * 1e6, verdict
+        assert by_seq[last].sent < stop and run.exited >= stop, verdict
+        # The gap spans the outage and up to a spacing at each end (each datagram's phase), and a spacing for the
+        # sender's own jitter.
+        if not 300 - 0.2 <= around <= 303 or by_seq[last].sent < stop - 2e6 or run.exited > stop + 100e6:
+            raise TooSlow(verdict)
+        return verdict
+
+    print(measured(check))
+
+
+# An outage that holds: nothing lost or reordered, and nothing sent while the link was off arrives before the
+# outage's end plus the next state's F. The 300 held datagrams leave together: the first arrives within 1 ms of
+# that instant, the others as fast as the kernel delivers them (allowed 10 us each; about 3 us here).
+def test_an_outage_that_holds_loses_nothing_and_releases_at_its_end(who, tools, public_tmp):
+    n = 1000
+
+    def check():
+        run, base = outage_run(who, tools, public_tmp, "hold", n)
+        assert [d.seq for d in run.up] == list(range(n)), f"lost {lost(run.up, n)[:20]}, or reordered"
+        assert run.counters()["uplink"].dropped == 0
+        start, end = (base + t * 1e6 for t in OUTAGE_MS)
+        early = [d.seq for d in run.up if d.received < (end if start <= d.sent < end else d.sent) + F_MS * 1e6]
+        assert not early, f"datagrams {early[:10]} left before the end of the outage or their F"
+        held = [(d.received - end) / 1e6 - F_MS for d in run.up if start <= d.sent < end - 1e6]
+        verdict = (f"{len(held)} datagrams sent in the outage arrived {held[0]:.3f} (first) to {max(held):.3f} "
+                   f"(last) ms after its end plus F")
+        if held[0] > 1 or max(held) > 1 + 0.01 * len(held):
+            raise TooSlow(verdict)
+        return verdict
+
+    print(measured(check))
 
 
 def test_the_example_schedules_run_by_their_bare_names(root, tools):
