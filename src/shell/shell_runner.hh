@@ -13,6 +13,7 @@
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "shell/outside.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod {
 
@@ -25,6 +26,7 @@ struct ShellOptions {
   bool verbose = false;
   OutsideOptions outside;                // how the outermost shell meets the host; --outside CMD
   std::shared_ptr<LinkCapture> capture;  // --pcap: null if none
+  std::vector<std::shared_ptr<RecordFile>> logs;  // the tool's logs: what they could not write is reported at exit
 };
 
 using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
