@@ -43,6 +43,7 @@ int EventLoop::run() {
       int status;
       if (ev[i].data.u32 == kSignalTag && on_signals(status)) return status;
     }
+    note_stall();
     // Reading an empty ring costs a memory read: both are looked at every turn, whatever epoll said.
     int arrived = 0;
     for (auto d : {Ferry::kUplink, Ferry::kDownlink}) arrived += ferry_.receive(d, *queues_[d]);
@@ -56,6 +57,17 @@ int EventLoop::run() {
     ferry_.flush_capture(now);
     stop_if_finished(now);
   }
+}
+
+// A release was due at due_ and the loop did not run until now, later by more than kStall: the ferry was stopped
+// (SIGSTOP, a debugger) or starved of the CPU. The queues are told, so that a link does not send now, in a burst,
+// all it would have carried meanwhile (Ferry::receive does the same for arrivals left unread).
+void EventLoop::note_stall() {
+  if (due_ == kNever) return;
+  const Nanos now = monotonic_now();
+  if (now - due_ > PacketQueue::kStall)
+    for (PacketQueue* q : queues_) q->stalled(due_, now);
+  due_ = kNever;
 }
 
 // A queue that can never release again (a trace played --once) ends the run: the command is asked to stop
@@ -97,7 +109,8 @@ int EventLoop::wait(epoll_event* ev) {
   constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kNap = 50 * 1000, kSignalPoll = kMillisecond;
   constexpr int kLoadBatch = 2;
   const Nanos now = monotonic_now();
-  const Nanos next = std::min({queues_[0]->next_event(), queues_[1]->next_event(), kill_at_});
+  due_ = std::min(queues_[0]->next_event(), queues_[1]->next_event());
+  const Nanos next = std::min(due_, kill_at_);
   const bool recent = now - last_arrival_ < kBusyPoll;
   if (recent && last_batch_ >= kLoadBatch) {
     last_epoll_ = now;

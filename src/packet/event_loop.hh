@@ -31,6 +31,7 @@ class EventLoop {
   int nap(epoll_event* ev, Nanos timeout);
   bool on_signals(int& status);
   void stop_if_finished(Nanos now);
+  void note_stall();
 
   std::string tool_;  // for messages
   Ferry& ferry_;
@@ -39,6 +40,7 @@ class EventLoop {
   std::function<void()> on_child_exit_;
   Nanos last_arrival_ = 0, last_epoll_ = 0;
   int last_batch_ = 0;      // frames read in the last turn that read any
+  Nanos due_ = kNever;      // the earliest release the queues wanted when the loop last went to wait
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   SignalFd signals_;
   FileDescriptor epoll_;

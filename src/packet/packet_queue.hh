@@ -90,6 +90,14 @@ class PacketQueue {
   virtual bool finished() const { return false; }
   // Extra facts for -v at exit (e.g. how late departures were); empty if none.
   virtual std::string summary() const { return {}; }
+  // The ferry did not run from FROM to TO (stopped by SIGSTOP or a debugger, or starved of the CPU for longer
+  // than kStall): nothing crossed the link meanwhile. A link with a rate behaves as one that stalled: what it
+  // could have carried meanwhile is not sent in a burst now. A delay line has no rate: it does nothing.
+  virtual void stalled(Nanos from, Nanos to) {
+    (void)from;
+    (void)to;
+  }
+  static constexpr Nanos kStall = 100 * kMillisecond;
   const QueueStats& stats() const { return stats_; }
   // Whom drop() tells (not owned; null: nobody). Off by default, so a drop costs nothing extra.
   void set_drop_observer(DropObserver* o) { drop_observer_ = o; }
