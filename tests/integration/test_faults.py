@@ -165,7 +165,7 @@ def shell_pid(top, name, parent="python3"):
     while time.monotonic() < deadline:
         table = process_table()
         for pid in descendants(top):
-            if comm(pid) == name and pid in table and comm(table[pid][0]) == parent:
+            if pid != top and comm(pid) == name and pid in table and comm(table[pid][0]) == parent:
                 return pid
         time.sleep(0.05)
     raise AssertionError(f"no {name} below a {parent} below {top}")
