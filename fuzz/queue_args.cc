@@ -17,7 +17,7 @@ constexpr Nanos kMicrosecond = 1000;
 
 class Drops : public DropSink {
  public:
-  void dropped(QueuedPacket&&, Nanos) override { ++count; }
+  void dropped(QueuedPacket&&, Nanos, DropCause) override { ++count; }
   uint64_t count = 0;
 };
 

@@ -12,12 +12,10 @@
 #include <string>
 
 #include "analysis/link_log_reader.hh"
+#include "util/json.hh"  // json_string, which the report uses
 
 namespace tracemod {
 
 std::string format_json(const LinkLogStats& stats, const std::string& name);
-
-// NAME as a JSON string literal, quotes included (control characters escaped, UTF-8 passed through).
-std::string json_string(const std::string& text);
 
 }  // namespace tracemod

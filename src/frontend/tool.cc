@@ -15,17 +15,19 @@ namespace tracemod {
 namespace {
 
 void add_common(Tool& tool) {
-  tool.options.add_options()                                             //
-      ("help,h", "show this help and exit")                              //
-      ("version", "show the version and exit")                           //
-      ("verbose,v", "say what the shell does (seed, counters at exit)")  //
+  tool.options.add_options()                                                                                         //
+      ("help,h", "show this help and exit")                                                                          //
+      ("version", "show the version and exit")                                                                       //
+      ("verbose,v", "say what the shell does (seed, counters at exit)")                                              //
+      ("meter", "show both directions' rate, queue and drops live on the terminal's last line (tm-top shows more)")  //
       ("outside", po::value<std::string>()->value_name("CMD"),
        "run CMD (through sh -c) on this shell's outer side, reachable as $TM_OUTER, while the command runs")  //
       ("outside-wait", po::value<std::string>()->value_name("DURATION"),
        "how long to wait for --outside CMD to listen before the command starts (default 5s; 0: do not wait)")  //
       ("isolated", "do not connect the outermost shell to the host")                                           //
       ("pasta", "connect the outermost shell to the host through pasta, even as root")                         //
-      ("forwarding", "as root: turn on the host's IP forwarding if it is off, so the command reaches beyond the host")  //
+      ("forwarding",
+       "as root: turn on the host's IP forwarding if it is off, so the command reaches beyond the host")  //
       ("pcap", po::value<std::string>()->value_name("FILE"),
        "write the frames that cross the link (both directions) to FILE, pcapng; drops beside it, FILE.drops.pcapng")  //
       ("uplink-pcap", po::value<std::string>()->value_name("FILE"), "the same for the uplink alone")                  //
@@ -209,8 +211,11 @@ int run_tool(int argc, char** argv, Tool& tool) {
     }
     shell.tool = tool.name;
     for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
+    for (const std::string& a : own)
+      if (a != "--") shell.arguments += (shell.arguments.empty() ? "" : " ") + shell_quote(a);
     shell.command = command;
     shell.verbose = vm.count("verbose") > 0;
+    shell.meter = vm.count("meter") > 0;
     shell.outside = outside_options(vm);
     queues = tool.configure(vm, shell);
     shell.capture = open_capture(vm);

@@ -5,7 +5,7 @@
 namespace tracemod {
 
 void CodelQueue::enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) {
-  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now);
+  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now, DropCause::kQueue);
   push(std::move(p));
 }
 
@@ -57,7 +57,7 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
         drop_next_ = control_law(drop_next_);
         return true;
       }
-      drops.dropped(std::move(out), now);
+      drops.dropped(std::move(out), now, DropCause::kAqm);
       if (!take_checked(out, now, ok_to_drop)) {
         dropping_ = false;
         return false;
@@ -74,7 +74,7 @@ bool CodelQueue::dequeue(QueuedPacket& out, Nanos now, DropSink& drops) {
     enter_dropping(now);
     return true;
   }
-  drops.dropped(std::move(out), now);
+  drops.dropped(std::move(out), now, DropCause::kAqm);
   const bool have = take_checked(out, now, ok_to_drop);
   enter_dropping(now);
   return have;

@@ -65,11 +65,11 @@ bool PieQueue::drop_early() {
 
 void PieQueue::enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) {
   catch_up(now);
-  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now);
+  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now, DropCause::kQueue);
   if (drop_early()) {
     if (params_.ecn && drop_prob_ <= kMarkEcnThreshold && mark(p)) return push(std::move(p));
     if (params_.ecn && drop_prob_ > kMarkEcnThreshold) count_over_threshold(p);
-    return drops.dropped(std::move(p), now);
+    return drops.dropped(std::move(p), now, DropCause::kAqm);
   }
   push(std::move(p));
 }

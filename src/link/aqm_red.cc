@@ -41,8 +41,8 @@ void RedQueue::enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) {
   const double step = params_.bytes() ? static_cast<double>(p.ip_bytes) / p.segments : 1;
   for (uint32_t i = 0; i < p.segments; ++i) avg_ = (1 - params_.wq) * avg_ + params_.wq * (size() + i * step);
   const bool picked = p.segments == 1 && early();
-  if (picked && !(params_.ecn && mark(p))) return drops.dropped(std::move(p), now);
-  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now);
+  if (picked && !(params_.ecn && mark(p))) return drops.dropped(std::move(p), now, DropCause::kAqm);
+  if (!fits(params_.limits, p)) return drops.dropped(std::move(p), now, DropCause::kQueue);
   push(std::move(p));
   idle_since_ = -1;
 }
@@ -65,8 +65,8 @@ bool RedQueue::takes_whole(const QueuedPacket& p) const {
 std::string RedQueue::describe() const {
   const RedParams& r = params_;
   std::ostringstream s;
-  s << "red" << describe_queue_size(r.limits) << " min=" << r.min << " max=" << r.max << " probability=" << r.probability
-    << " wq=" << r.wq << (r.gentle ? " gentle=1" : "") << (r.ecn ? " ecn=1" : "");
+  s << "red" << describe_queue_size(r.limits) << " min=" << r.min << " max=" << r.max
+    << " probability=" << r.probability << " wq=" << r.wq << (r.gentle ? " gentle=1" : "") << (r.ecn ? " ecn=1" : "");
   return s.str();
 }
 

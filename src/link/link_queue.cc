@@ -45,6 +45,7 @@ Nanos LinkQueue::peek(size_t k) const {
 
 void LinkQueue::pop_opportunity() {
   ahead_.pop_front();
+  ++passed_;
 }
 
 // Emulates the link up to T: every opportunity at or before T is used, or lost if nothing waits. An idle link
@@ -55,7 +56,7 @@ void LinkQueue::advance(Nanos t) {
   for (Nanos o = peek(0); o <= t; o = peek(0)) {
     if (idle() && !log_) {
       while (!ahead_.empty() && ahead_.front() <= t) pop_opportunity();
-      if (ahead_.empty()) source_->skip_before(t - start_ + 1);
+      if (ahead_.empty()) passed_ += source_->skip_before(t - start_ + 1);
       continue;
     }
     pop_opportunity();
@@ -155,9 +156,9 @@ void LinkQueue::arrive(int lane, Packet&& p, Nanos now) {
   discipline_->enqueue(std::move(q), arrival, *this);
 }
 
-void LinkQueue::dropped(QueuedPacket&& q, Nanos now) {
+void LinkQueue::dropped(QueuedPacket&& q, Nanos now, DropCause cause) {
   LaneQueue& lane = *lanes_[q.lane];
-  lane.count_drop(q.packet, q.segments, now);
+  lane.count_drop(q.packet, q.segments, now, cause);
   lane.counters().queued_packets -= q.segments;
   if (log_) log_->drop(now, q.segments, q.ip_bytes);
 }
@@ -178,6 +179,13 @@ Nanos LinkQueue::next_event(int lane) const {
   if (!ready_[lane].empty()) return ready_[lane].front().release;
   if (idle()) return finished() ? kNever : end_;
   return peek(0);
+}
+
+// Both lanes of a shared medium are offered the same opportunities: each shows the whole capacity.
+void LinkQueue::live(int lane, QueueLive& out) const {
+  out.limited = true;
+  out.offered_bytes = passed_ * kOpportunityBytes;
+  out.ce_marked = discipline_->marks(lane);
 }
 
 std::string LinkQueue::summary(int lane) const {

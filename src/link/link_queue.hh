@@ -53,6 +53,7 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   Nanos next_event() const override { return next_event(0); }
   bool finished() const override { return peek(0) == kNever; }
   std::string summary() const override { return summary(0); }
+  void live(QueueLive& out) const override { live(0, out); }
   // The link's opportunities from FROM to TO carry nothing (they are not logged either): packets that arrived
   // meanwhile queue, within the discipline's limit, and leave from TO on at the link's rate.
   void stalled(Nanos from, Nanos to) override;
@@ -63,6 +64,7 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   void dequeue_ready(int lane, Nanos now, PacketSink& out) override;
   Nanos next_event(int lane) const override;
   std::string summary(int lane) const override;
+  void live(int lane, QueueLive& out) const override;
 
  private:
   struct Transit {
@@ -78,13 +80,14 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   void admit(QueuedPacket&& q, Nanos now);
   void arrive(int lane, Packet&& p, Nanos now);
   bool shared() const { return lanes_[1] != nullptr; }
-  void dropped(QueuedPacket&& q, Nanos now) override;
+  void dropped(QueuedPacket&& q, Nanos now, DropCause cause) override;
   Nanos peek(size_t k) const;
   void pop_opportunity();
   bool idle() const { return !transit_.busy && split_.empty() && discipline_->empty(); }
 
   mutable std::unique_ptr<OpportunitySource> source_;
   mutable Ring<Nanos> ahead_;  // opportunities fetched from the source, not yet used (absolute times)
+  uint64_t passed_ = 0;        // opportunities used, lost or skipped so far: the capacity offered
   Nanos start_, end_, clock_;  // clock_: how far the link has been emulated
   std::unique_ptr<QueueDiscipline> discipline_;
   BufferPool& pool_;

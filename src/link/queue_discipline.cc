@@ -46,6 +46,7 @@ bool QueueDiscipline::mark(QueuedPacket& p) {
     return false;
   }
   marks_ += p.segments;
+  lane_marks_[p.lane] += p.segments;
   return true;
 }
 
@@ -60,7 +61,7 @@ class InfiniteQueue : public QueueDiscipline {
  public:
   using QueueDiscipline::QueueDiscipline;
   void enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) override {
-    if (over_memory(p)) return drops.dropped(std::move(p), now);
+    if (over_memory(p)) return drops.dropped(std::move(p), now, DropCause::kQueue);
     push(std::move(p));
   }
   bool dequeue(QueuedPacket& out, Nanos, DropSink&) override { return take(out); }
@@ -89,7 +90,7 @@ class DropTailQueue : public LimitedQueue {
  public:
   DropTailQueue(const QueueLimits& limits, uint64_t memory_limit) : LimitedQueue("droptail", limits, memory_limit) {}
   void enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) override {
-    if (!fits(limits_, p)) return drops.dropped(std::move(p), now);
+    if (!fits(limits_, p)) return drops.dropped(std::move(p), now, DropCause::kQueue);
     push(std::move(p));
   }
 };
@@ -100,8 +101,9 @@ class DropHeadQueue : public LimitedQueue {
  public:
   DropHeadQueue(const QueueLimits& limits, uint64_t memory_limit) : LimitedQueue("drophead", limits, memory_limit) {}
   void enqueue(QueuedPacket&& p, Nanos now, DropSink& drops) override {
-    if (over_memory(p) || !within(limits_, p.segments, p.ip_bytes)) return drops.dropped(std::move(p), now);
-    while (!fits(limits_, p)) drops.dropped(pop(), now);
+    if (over_memory(p) || !within(limits_, p.segments, p.ip_bytes))
+      return drops.dropped(std::move(p), now, DropCause::kQueue);
+    while (!fits(limits_, p)) drops.dropped(pop(), now, DropCause::kQueue);
     push(std::move(p));
   }
 };

@@ -27,11 +27,12 @@ struct QueuedPacket {
   int lane = 0;           // the direction it belongs to, on a link both share (tm-link --shared-medium)
 };
 
-// Told of every packet a policy drops (for counters and the link log).
+// Told of every packet a policy drops, and why: a limit (kQueue) or the AQM's choice (kAqm); for counters and
+// the link log.
 class DropSink {
  public:
   virtual ~DropSink() = default;
-  virtual void dropped(QueuedPacket&& p, Nanos now) = 0;
+  virtual void dropped(QueuedPacket&& p, Nanos now, DropCause cause) = 0;
 };
 
 // Limits of droptail/drophead (and of codel and pie, as in Mahimahi, of tm-onoff's hold queue and of
@@ -58,11 +59,12 @@ class QueueDiscipline {
   virtual std::string describe() const = 0;
 
   bool empty() const { return queue_.empty(); }
-  uint64_t packets() const { return packets_; }        // wire packets queued
-  uint64_t bytes() const { return bytes_; }            // IP bytes queued
-  uint64_t memory() const { return memory_; }          // buffer bytes held
-  uint64_t marks() const { return marks_; }            // wire packets marked CE instead of dropped
-  uint64_t unmarkable() const { return unmarkable_; }  // picked to be marked, but not ECN-capable: dropped
+  uint64_t packets() const { return packets_; }                 // wire packets queued
+  uint64_t bytes() const { return bytes_; }                     // IP bytes queued
+  uint64_t memory() const { return memory_; }                   // buffer bytes held
+  uint64_t marks() const { return marks_; }                     // wire packets marked CE instead of dropped
+  uint64_t marks(int lane) const { return lane_marks_[lane]; }  // of them, lane LANE's
+  uint64_t unmarkable() const { return unmarkable_; }           // picked to be marked, but not ECN-capable: dropped
   // Picked with ECN on, but dropped whatever their ECN field because the policy's probability was above its
   // marking threshold (PIE's 10%, RFC 8033 5.1).
   uint64_t over_threshold() const { return over_threshold_; }
@@ -83,9 +85,9 @@ class QueueDiscipline {
  private:
   Ring<QueuedPacket> queue_;
   uint64_t packets_ = 0, bytes_ = 0, memory_ = 0, marks_ = 0, unmarkable_ = 0, over_threshold_ = 0;
+  uint64_t lane_marks_[2] = {};
   uint64_t memory_limit_;
 };
-
 
 // The FIFOs without an AQM: NAME is infinite (LIMITS unused), droptail or drophead.
 std::unique_ptr<QueueDiscipline> make_fifo_queue(const std::string& name, const QueueLimits& limits,

@@ -18,7 +18,7 @@ class LaneQueue : public PacketQueue {
  public:
   QueueStats& counters() { return stats_; }
   // PacketQueue::drop on behalf of the server: counts the drop here and shows P to this lane's observer.
-  void count_drop(const Packet& p, uint32_t segments, Nanos now) { drop(p, segments, now); }
+  void count_drop(const Packet& p, uint32_t segments, Nanos now, DropCause cause) { drop(p, segments, now, cause); }
   // PacketQueue::release and its bookkeeping alone (count_out), on behalf of the server.
   void count_release(Packet&& p, uint32_t segments, PacketSink& out) { release(std::move(p), segments, out); }
   using PacketQueue::count_out;
@@ -35,6 +35,7 @@ class LaneServer {
   virtual Nanos next_event(int lane) const = 0;
   virtual bool finished() const = 0;
   virtual std::string summary(int lane) const = 0;
+  virtual void live(int, QueueLive&) const {}
   virtual void stalled(Nanos from, Nanos to) {  // see PacketQueue::stalled; the medium's, for both lanes
     (void)from;
     (void)to;
@@ -93,6 +94,7 @@ class Lane final : public LaneQueue {
   bool finished() const override { return server_->finished(); }
   void stalled(Nanos from, Nanos to) override { server_->stalled(from, to); }
   std::string summary() const override { return server_->summary(lane_); }
+  void live(QueueLive& out) const override { server_->live(lane_, out); }
 
  private:
   std::shared_ptr<LaneServer> server_;

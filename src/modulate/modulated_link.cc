@@ -134,7 +134,8 @@ void ModulatedLink::report_drops(LaneState& l, Nanos now) {
   send_due_in_order(l.refused, l.lost, now, release_of, [&](Ring<Held>& ring) {
     Held h = ring.pop_front();
     release_memory(l, h);
-    l.queue->count_drop(h.packet, h.segments, h.packet.release);
+    l.queue->count_drop(h.packet, h.segments, h.packet.release,
+                        &ring == &l.lost ? DropCause::kLoss : DropCause::kQueue);
   });
 }
 
@@ -167,6 +168,16 @@ Nanos ModulatedLink::next_event(int lane) const {
   if (timeline_.once() && clock_ < timeline_.end()) next = std::min(next, timeline_.end());
   if (config_.log) next = std::min(next, next_state_);  // so the log shows each state change when it happens
   return next;
+}
+
+void ModulatedLink::live(int, QueueLive& out) const {
+  const Timeline::Segment now = timeline_.at(std::max(clock_, timeline_.start()));
+  if (now.state == Timeline::kNone) {
+    out.state = "ended";
+    return;
+  }
+  const State& s = timeline_.state(now.state);
+  out.state = "line " + std::to_string(s.line) + (s.off != Outage::kNone ? " off" : "");
 }
 
 std::string ModulatedLink::summary(int lane) const {

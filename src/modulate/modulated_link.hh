@@ -43,6 +43,8 @@ class ModulatedLink : public LaneServer {
   Nanos next_event(int lane) const override;
   bool finished() const override { return timeline_.once() && clock_ >= timeline_.end(); }
   std::string summary(int lane) const override;
+  // The schedule's state as far as the link has been emulated: its line in the file, and "off" in an outage.
+  void live(int lane, QueueLive& out) const override;
   const Lateness& lateness(int lane) const { return lanes_[lane].lateness; }
 
  private:

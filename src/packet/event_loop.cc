@@ -55,8 +55,16 @@ int EventLoop::run() {
     ferry_.release(Ferry::kUplink, *queues_[Ferry::kUplink], now);
     ferry_.release(Ferry::kDownlink, *queues_[Ferry::kDownlink], now);
     ferry_.flush_capture(now);
+    for (LoopTask* t : tasks_)
+      if (now >= t->due()) t->run(now);
     stop_if_finished(now);
   }
+}
+
+Nanos EventLoop::tasks_due() const {
+  Nanos due = kNever;
+  for (const LoopTask* t : tasks_) due = std::min(due, t->due());
+  return due;
 }
 
 // A release was due at due_ and the loop did not run until now, later by more than kStall: the ferry was stopped
@@ -114,7 +122,7 @@ int EventLoop::wait(epoll_event* ev) {
   const bool recent = now - last_arrival_ < kBusyPoll;
   if (recent && last_batch_ >= kLoadBatch) {
     last_epoll_ = now;
-    return nap(ev, std::clamp<Nanos>(std::min(next, ferry_.capture_due()) - now, 0, kNap));
+    return nap(ev, std::clamp<Nanos>(std::min({next, ferry_.capture_due(), tasks_due()}) - now, 0, kNap));
   }
   const bool release_soon = next != kNever && next - now <= kSpinAhead;
   if (release_soon || recent) {
@@ -124,7 +132,7 @@ int EventLoop::wait(epoll_event* ev) {
     return poll(ev, 0);
   }
   last_epoll_ = now;
-  const Nanos wake = std::min(next == kNever ? kNever : next - kSpinAhead, ferry_.capture_due());
+  const Nanos wake = std::min({next == kNever ? kNever : next - kSpinAhead, ferry_.capture_due(), tasks_due()});
   return poll(ev, wake == kNever ? -1 : std::max<Nanos>(0, wake - now));
 }
 

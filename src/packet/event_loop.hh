@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
@@ -16,11 +17,22 @@
 
 namespace tracemod {
 
+// Work the loop does on time between turns, as the live counters' publication: run(NOW) once NOW >= due().
+// The loop wakes for it, without spinning ahead as it does for a release.
+class LoopTask {
+ public:
+  virtual ~LoopTask() = default;
+  virtual Nanos due() const = 0;
+  virtual void run(Nanos now) = 0;
+};
+
 class EventLoop {
  public:
   // ON_CHILD_EXIT runs on every SIGCHLD, for the shell's other children (pasta, --outside commands...).
   EventLoop(const std::string& tool, Ferry& ferry, PacketQueue* up, PacketQueue* down, pid_t init,
             std::function<void()> on_child_exit);
+  // Runs TASK (not owned; it must outlive run()) whenever it is due.
+  void add_task(LoopTask* task) { tasks_.push_back(task); }
   // Runs until the command's init exits; returns its exit status (128+N if killed by signal N).
   int run();
 
@@ -31,6 +43,7 @@ class EventLoop {
   int nap(epoll_event* ev, Nanos timeout);
   bool on_signals(int& status);
   void stop_if_finished(Nanos now);
+  Nanos tasks_due() const;  // the earliest task's due time, or kNever
   void note_stall();
 
   std::string tool_;  // for messages
@@ -42,6 +55,7 @@ class EventLoop {
   int last_batch_ = 0;      // frames read in the last turn that read any
   Nanos due_ = kNever;      // the earliest release the queues wanted when the loop last went to wait
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
+  std::vector<LoopTask*> tasks_;
   SignalFd signals_;
   FileDescriptor epoll_;
 };

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "util/clock.hh"
@@ -132,10 +133,14 @@ class LargeBatch {
 // is used.
 class Ferry::Sender : public PacketSink {
  public:
-  Sender(const End& exit, FerryCounters& counters) : ring_(*exit.tx_ring), large_(exit.rx.get()), counters_(counters) {}
+  Sender(const End& exit, FerryCounters& counters, FlowCounters& flow)
+      : ring_(*exit.tx_ring), large_(exit.rx.get()), counters_(counters), flow_(flow) {}
+
+  void set_now(Nanos now) { now_ = now; }
 
   void send(Packet&& p) override {
     if (capture_) capture_->departed(p);
+    count(p);
     if (p.size <= TxRing::kMaxSize) {
       if (uint8_t* slot = ring_.next_slot()) {
         if (!large_.empty()) counters_.send_errors += large_.flush();
@@ -166,16 +171,26 @@ class Ferry::Sender : public PacketSink {
     std::memcpy(slot + offsetof(virtio_net_hdr, hdr_len), &whole, sizeof whole);
   }
 
+  void count(const Packet& p) {
+    flow_.out_bytes += wire_ip_bytes(p);
+    const Nanos stay = now_ - p.arrival;
+    ++flow_.departures;
+    flow_.sojourn_sum += stay;
+    flow_.sojourn_max = std::max(flow_.sojourn_max, stay);
+  }
+
   TxRing& ring_;
   LargeBatch large_;
   FerryCounters& counters_;
+  FlowCounters& flow_;
+  Nanos now_ = 0;
   DepartureObserver* capture_ = nullptr;
 };
 
 Ferry::Ferry(PacketSockets outer, PacketSockets inner, BufferPool& pool)
     : outer_(std::move(outer)), inner_(std::move(inner)), pool_(pool), spare_(pool.get(BufferPool::kMaxSize)) {
-  senders_[kUplink] = std::make_unique<Sender>(outer_, counters_);
-  senders_[kDownlink] = std::make_unique<Sender>(inner_, counters_);
+  senders_[kUplink] = std::make_unique<Sender>(outer_, counters_, counters_.flow[kUplink]);
+  senders_[kDownlink] = std::make_unique<Sender>(inner_, counters_, counters_.flow[kDownlink]);
 }
 
 namespace {
@@ -265,7 +280,9 @@ int Ferry::receive(Direction d, PacketQueue& queue) {
       ++counters_.truncated;  // too large for a slot, and no room on the socket for the whole frame
     }
     ring.pop();
-    if (p.size > kVnetHeaderSize) queue.enqueue(std::move(p), now);
+    if (p.size <= kVnetHeaderSize) continue;
+    counters_.flow[d].in_bytes += wire_ip_bytes(p);
+    queue.enqueue(std::move(p), now);
   }
   return n;
 }
@@ -289,6 +306,7 @@ void Ferry::read_whole(int fd, Packet& p) {
 }
 
 void Ferry::release(Direction d, PacketQueue& queue, Nanos now) {
+  senders_[d]->set_now(now);
   queue.dequeue_ready(now, *senders_[d]);
   senders_[d]->flush();
 }
@@ -304,6 +322,10 @@ Nanos Ferry::capture_due() const {
 
 void Ferry::flush_capture(Nanos now) {
   if (capture_ && now >= capture_->flush_due()) capture_->flush(now);
+}
+
+Nanos Ferry::take_sojourn_max(Direction d) {
+  return std::exchange(counters_.flow[d].sojourn_max, 0);
 }
 
 const FerryCounters& Ferry::counters() const {

@@ -32,13 +32,22 @@ PacketSockets open_packet_socket(const std::string& name);
 // Waits for the rings, then binds both sockets to interface IFINDEX (in the sockets' namespace).
 void bind_packet_socket(PacketSockets& s, int ifindex, const std::string& name);
 
+// One direction's traffic as the ferry sees it, for the live counters: bytes in and out, and how long each frame
+// stayed in the shell (kernel receive time to send).
+struct FlowCounters {
+  uint64_t in_bytes = 0, out_bytes = 0;  // wire IP bytes (a GSO frame: all its packets' headers and payload)
+  uint64_t departures = 0;               // frames sent
+  Nanos sojourn_sum = 0;                 // over those frames
+  Nanos sojourn_max = 0;                 // since take_sojourn_max() last cleared it
+};
+
 struct FerryCounters {
+  FlowCounters flow[2];      // by Ferry::Direction
   uint64_t send_errors = 0;  // frames the kernel refused on transmit (counted as lost on the wire)
   uint64_t ring_full = 0;    // frames the kernel dropped because the ferry had not emptied its ring (lost)
   uint64_t truncated = 0;    // frames too large for a slot that the socket had no room for, or for a buffer (lost)
   uint64_t lost_on_receive() const { return ring_full + truncated; }
 };
-
 
 class Ferry {
  public:
@@ -64,6 +73,8 @@ class Ferry {
   void flush_capture(Nanos now);
   // Counters so far; reading them also collects the kernel's (which it clears when read).
   const FerryCounters& counters() const;
+  // The longest stay of a frame of direction D since the last call, which clears it.
+  Nanos take_sojourn_max(Direction d);
 
  private:
   class Sender;

@@ -63,6 +63,10 @@ inline uint32_t Packet::segments() const {
   return is_gso() ? count_segments(*this) : 1;
 }
 
+// The IP bytes P stands for on the wire: a GSO frame's packets each carry their own headers. Defined in
+// segmenter.cc.
+uint64_t wire_ip_bytes(const Packet& p);
+
 // Where a queue hands packets it releases.
 class PacketSink {
  public:

@@ -45,11 +45,27 @@ Nanos first_release(const Ring<T>& a, const Ring<T>& b, Release release) {
   return x < y ? x : y;
 }
 
+// Why a queue dropped a packet, as the live counters (tm-top) tell drops apart: a limit of the queue (packets,
+// bytes or memory), a loss model or channel, an outage (tm-onoff's off state), an AQM's choice (CoDel, PIE, RED).
+enum class DropCause : uint8_t { kQueue = 0, kLoss = 1, kOutage = 2, kAqm = 3 };
+constexpr int kDropCauses = 4;
+
 // Counted in wire packets (a GSO frame counts as its segments), so that
 // in_packets == out_packets + dropped_packets + queued_packets always holds.
 struct QueueStats {
   uint64_t in_packets = 0, out_packets = 0, dropped_packets = 0, queued_packets = 0;
-  uint64_t queued_bytes = 0;  // memory held, in buffer bytes
+  uint64_t queued_bytes = 0;              // memory held, in buffer bytes
+  uint64_t dropped_by[kDropCauses] = {};  // dropped_packets by DropCause
+  uint64_t dropped_bytes = 0;             // wire IP bytes of them
+};
+
+// What a queue shows of itself while the shell runs beyond QueueStats (tm-top, --meter). Asked a few times a
+// second, never per packet.
+struct QueueLive {
+  bool limited = false;        // the queue serves at a capacity (a trace, a rate): offered_bytes is meaningful
+  uint64_t offered_bytes = 0;  // IP bytes its capacity could have carried since the start
+  uint64_t ce_marked = 0;      // wire packets marked CE instead of dropped
+  std::string state;           // the state of its schedule ("on", "off"), or empty
 };
 
 // Told of every packet a queue drops, with the time of the drop (e.g. to capture it); see PacketQueue::drop.
@@ -90,6 +106,8 @@ class PacketQueue {
   virtual bool finished() const { return false; }
   // Extra facts for -v at exit (e.g. how late departures were); empty if none.
   virtual std::string summary() const { return {}; }
+  // Fills what this queue adds to the live counters (its capacity, CE marks, state); nothing by default.
+  virtual void live(QueueLive&) const {}
   // The ferry did not run from FROM to TO (stopped by SIGSTOP or a debugger, or starved of the CPU for longer
   // than kStall): nothing crossed the link meanwhile. A link with a rate behaves as one that stalled: what it
   // could have carried meanwhile is not sent in a burst now. A delay line has no rate: it does nothing.
@@ -103,10 +121,13 @@ class PacketQueue {
   void set_drop_observer(DropObserver* o) { drop_observer_ = o; }
 
  protected:
-  // Every drop goes through here: counts SEGMENTS wire packets of P as dropped at NOW, and shows P to the
-  // observer. Queues call it for packets that were already counted in (and out of queued_packets themselves).
-  void drop(const Packet& p, uint32_t segments, Nanos now) {
+  // Every drop goes through here: counts SEGMENTS wire packets of P as dropped at NOW for CAUSE, and shows P
+  // to the observer. Queues call it for packets that were already counted in (and out of queued_packets
+  // themselves).
+  void drop(const Packet& p, uint32_t segments, Nanos now, DropCause cause) {
     stats_.dropped_packets += segments;
+    stats_.dropped_by[static_cast<int>(cause)] += segments;
+    stats_.dropped_bytes += wire_ip_bytes(p);
     if (drop_observer_) drop_observer_->dropped(p, now);
   }
   // Every release goes through here: counts SEGMENTS wire packets of P out of the queue (and its buffer out of

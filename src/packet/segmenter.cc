@@ -111,6 +111,10 @@ uint32_t count_segments(const Packet& p) {
   return segment_shape(p).count;
 }
 
+uint64_t wire_ip_bytes(const Packet& p) {
+  return p.is_gso() ? segment_shape(p).total_ip_bytes() : p.ip_size();
+}
+
 SegmentShape segment_shape(const Packet& p) {
   const Layout l = parse(p);
   if (!p.is_gso() || !l.ok) return {1, p.ip_size(), 0, 0};

@@ -7,7 +7,7 @@ DelayQueue::DelayQueue(Nanos delay, uint64_t memory_limit) : delay_(delay), memo
 void DelayQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
-  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);
+  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now, DropCause::kQueue);
   p.release = p.arrival + delay_;  // the delay runs from when the frame entered the link
   stats_.queued_packets += n;
   stats_.queued_bytes += p.buf.capacity();

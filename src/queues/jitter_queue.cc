@@ -42,7 +42,7 @@ void JitterQueue::hold(Packet&& p, uint32_t segments, Nanos release) {
 void JitterQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
-  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);
+  if (stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now, DropCause::kQueue);
   if (is_link_control(p)) return hold(std::move(p), n, in_order(p.arrival + base_));
   if (n == 1) return hold(std::move(p), 1, in_order(saturating_add(p.arrival, sampled_delay())));
   releases_.clear();

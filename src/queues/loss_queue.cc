@@ -78,25 +78,26 @@ void LossQueue::apply(Packet&& p, uint32_t n, Nanos now) {
   }
   const Fate& first = fates_[0];
   const auto lost = [](const Fate& f) { return f.release == kNever; };
-  if (std::all_of(fates_.begin(), fates_.end(), lost)) return drop(p, n, now);
+  if (std::all_of(fates_.begin(), fates_.end(), lost)) return drop(p, n, now, DropCause::kLoss);
   if (n == 1 || std::all_of(fates_.begin(), fates_.end(), [&](const Fate& f) { return f.plain(first.release); }))
     return deliver(std::move(p), n, first);
   uint32_t i = 0;
   const bool split = segment_gso(p, pool_, [&](Packet&& s) {
     const Fate& f = fates_[i++];
     if (lost(f))
-      drop(s, 1, now);
+      drop(s, 1, now, DropCause::kLoss);
     else
       deliver(std::move(s), 1, f);
   });
   // A frame we cannot split cannot half-arrive, nor be damaged in one of its packets only: it is lost whole.
-  if (!split) drop(p, n, now);
+  if (!split) drop(p, n, now, DropCause::kLoss);
 }
 
 void LossQueue::enqueue(Packet&& p, Nanos now) {
   const uint32_t n = p.segments();
   stats_.in_packets += n;
-  if (arq_ && stats_.queued_bytes + p.buf.capacity() > memory_limit_) return drop(p, n, now);  // only ARQ holds any
+  if (arq_ && stats_.queued_bytes + p.buf.capacity() > memory_limit_)  // only ARQ holds any
+    return drop(p, n, now, DropCause::kQueue);
   // Link-control frames (ARP, neighbour discovery) are not the emulated link's: never judged, and never held
   // behind a packet the link layer retries (the kernel would give up resolving its neighbour).
   if (is_link_control(p)) {

@@ -104,11 +104,11 @@ void OnOffQueue::hold(Packet&& p, uint32_t segments, Nanos release, Nanos now) {
     return queue(queue_, std::move(p), segments, shape.total_ip_bytes(), release);
   }
   const auto one = [&](Packet&& s) {
-    if (!fits(1, s.ip_size(), s.buf.capacity())) return drop(s, 1, now);
+    if (!fits(1, s.ip_size(), s.buf.capacity())) return drop(s, 1, now, DropCause::kQueue);
     ++held_;
     queue(queue_, std::move(s), 1, s.ip_size(), release);
   };
-  if (segments == 1 || !segment_gso(p, pool_, one)) drop(p, segments, now);
+  if (segments == 1 || !segment_gso(p, pool_, one)) drop(p, segments, now, DropCause::kQueue);
 }
 
 void OnOffQueue::enqueue(Packet&& p, Nanos now) {
@@ -120,10 +120,10 @@ void OnOffQueue::enqueue(Packet&& p, Nanos now) {
   // resolving its neighbour during a long outage and drop the very packets the user asked to be held
   // (docs/ARCHITECTURE.md, "Link-control frames").
   if (is_link_control(p)) return queue(control_, std::move(p), n, 0, seen_);
-  if (schedule_->on_at(seen_)) return queue(queue_, std::move(p), n, segment_shape(p).total_ip_bytes(), seen_);
+  if ((on_ = schedule_->on_at(seen_))) return queue(queue_, std::move(p), n, segment_shape(p).total_ip_bytes(), seen_);
   if (mode_ == OffMode::kDrop) {
     dropped_off_ += n;
-    return drop(p, n, now);
+    return drop(p, n, now, DropCause::kOutage);
   }
   hold(std::move(p), n, schedule_->state_ends(), now);
 }
@@ -139,7 +139,7 @@ void OnOffQueue::send_front(Ring<Packet>& ring, PacketSink& out) {
 }
 
 void OnOffQueue::dequeue_ready(Nanos now, PacketSink& out) {
-  if (now - kArrivalSlack > seen_) schedule_->on_at(seen_ = now - kArrivalSlack);
+  if (now - kArrivalSlack > seen_) on_ = schedule_->on_at(seen_ = now - kArrivalSlack);
   send_due_in_order(queue_, control_, now, release_of, [&](Ring<Packet>& ring) { send_front(ring, out); });
 }
 

@@ -82,6 +82,8 @@ class OnOffQueue : public PacketQueue {
   Nanos next_event() const override;
   // The schedule, the off mode and what the outages cost: "exp:... on, ...; hold: 120 packets held".
   std::string summary() const override;
+  // The state as of the latest time the schedule was asked about (the latest arrival, or 1 s ago when idle).
+  void live(QueueLive& out) const override { out.state = on_ ? "on" : "off"; }
 
  private:
   // The schedule moves only up to times no arrival can precede any more (the ferry stamps arrivals at most 1 s
@@ -101,6 +103,7 @@ class OnOffQueue : public PacketQueue {
   Ring<Packet> queue_;    // release times never decrease
   Ring<Packet> control_;  // link-control frames, leaving as they came: never behind held packets
   Nanos seen_ = 0;        // the latest time the schedule was asked about
+  bool on_ = true;        // what it answered
   uint64_t queued_ip_bytes_ = 0, control_packets_ = 0, held_ = 0, dropped_off_ = 0;
 };
 

@@ -7,8 +7,8 @@
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "util/namespaces.hh"  // write_sysctl
 #include "util/netlink.hh"
-#include "util/sysctl.hh"
 
 namespace tracemod {
 namespace {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "live/publisher.hh"
 #include "packet/event_loop.hh"
 #include "shell/command.hh"
 #include "shell/link_plan.hh"
@@ -25,7 +26,6 @@
 #include "util/namespaces.hh"
 #include "util/netlink.hh"
 #include "util/signals.hh"
-#include "util/sysctl.hh"
 
 extern char** environ;
 
@@ -211,6 +211,22 @@ CommandSpec outer_command_spec(const ShellOptions& o, const Identity& id, const 
   return spec;
 }
 
+// The live counters tm-top and --meter read. A shell that cannot publish them still runs, and says so.
+std::unique_ptr<live::Publisher> publish(const ShellOptions& o, const CommandSpec& spec, int depth, Ferry& ferry,
+                                         const PacketQueue& up, const PacketQueue& down) {
+  std::string command;
+  for (const std::string& a : spec.argv) command += (command.empty() ? "" : " ") + a;
+  try {
+    auto p = std::make_unique<live::Publisher>(live::ShellFacts{o.tool, o.prompt_tag, o.arguments, command, depth},
+                                               ferry, up, down, monotonic_now());
+    if (o.meter) p->set_meter(std::make_unique<live::Meter>(o.tool, depth, STDERR_FILENO));
+    return p;
+  } catch (const Error& e) {
+    std::cerr << o.tool << ": no live counters (tm-top and --meter cannot see this shell): " << e.what() << "\n";
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
@@ -227,7 +243,8 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   Netlink p_nl;
   Link k;
   make_link_namespace(k, p_nl, depth + 1, home);
-  const pid_t init = make_command_namespace(k, command_spec(o, identity, k.plan, depth, outside), home, go);
+  const CommandSpec spec = command_spec(o, identity, k.plan, depth, outside);
+  const pid_t init = make_command_namespace(k, spec, home, go);
   wire_link_namespace(k, home);
   configure_outer_end(p_nl, k.plan);
   configure_command_end(k, home);
@@ -239,10 +256,14 @@ int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   auto down = make_queue(Ferry::kDownlink, pool);
   auto ferry = std::make_unique<Ferry>(std::move(k.outer_sock), std::move(k.inner_sock), pool);
   if (o.capture) o.capture->attach(o.tool, o.command_line, o.log_lines, *ferry, *up, *down);
+  std::unique_ptr<live::Publisher> live = publish(o, spec, depth, *ferry, *up, *down);  // seen from the start
   write_all(go.get(), "g", "start command");
   go.reset();
 
-  const int status = EventLoop(o.tool, *ferry, up.get(), down.get(), init, [&] { outside.on_child_exit(); }).run();
+  EventLoop loop(o.tool, *ferry, up.get(), down.get(), init, [&] { outside.on_child_exit(); });
+  if (live) loop.add_task(live.get());
+  const int status = loop.run();
+  if (live) live->finish(monotonic_now());
   if (o.verbose) report(o, *up, *down, *ferry);
   // Each closing netlink or packet socket waits for an RCU grace period: close them all at once.
   std::thread outside_closer([&outside] { outside.finish(); });

@@ -21,9 +21,11 @@ struct ShellOptions {
   std::string tool;                    // "tm-delay", for messages
   std::string prompt_tag;              // "[delay 10]"
   std::string command_line;            // how the tool was invoked, for log headers
+  std::string arguments;               // the tool's own arguments (before the command), quoted, for tm-top
   std::vector<std::string> command;    // empty: the user's $SHELL
   std::vector<std::string> log_lines;  // said with -v: the seed and similar facts of the run
   bool verbose = false;
+  bool meter = false;                    // --meter: a live status line (live/meter.hh)
   OutsideOptions outside;                // how the outermost shell meets the host; --outside CMD
   std::shared_ptr<LinkCapture> capture;  // --pcap: null if none
   std::vector<std::shared_ptr<RecordFile>> logs;  // the tool's logs: what they could not write is reported at exit

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "util/error.hh"
-#include "util/sysctl.hh"
 
 namespace tracemod {
 
@@ -94,6 +93,12 @@ void explain_userns_failure(int err) {
                 ": the kernel or a security policy (seccomp, SELinux, a container runtime) forbids user namespaces");
   }
   throw_errno("create user namespace", err);
+}
+
+void write_sysctl(const std::string& key, const std::string& value) {
+  const std::string path = "/proc/sys/" + key;
+  FileDescriptor fd = FileDescriptor::open(path, O_WRONLY);
+  write_all(fd.get(), value + "\n", "set sysctl " + key);
 }
 
 }  // namespace tracemod

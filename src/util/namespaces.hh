@@ -1,5 +1,8 @@
-// Network namespaces by file descriptor: no names in /run/netns, so nothing outlives its last user.
+// Network namespaces by file descriptor (no names in /run/netns, so nothing outlives its last user), and the
+// kernel settings (sysctl) that belong to one.
 #pragma once
+
+#include <string>
 
 #include "util/file_descriptor.hh"
 
@@ -32,5 +35,9 @@ void configure_router_namespace();
 
 // Turns a failed unshare(CLONE_NEWUSER) into a message naming the kernel setting that refused.
 [[noreturn]] void explain_userns_failure(int err);
+
+// Writes a /proc/sys entry; KEY uses slashes relative to /proc/sys, e.g. "net/ipv4/ip_forward". Entries under
+// net/ belong to the network namespace the caller is in.
+void write_sysctl(const std::string& key, const std::string& value);
 
 }  // namespace tracemod

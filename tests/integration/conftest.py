@@ -227,18 +227,86 @@ def ping_cmd(*, count: int = 20, interval: float = 0.05, target: str = "TM_BASE"
 
 
 class TooSlow(AssertionError):
-    """A timing upper bound was missed. Other work on the machine can delay any packet, so such a measurement
-    is taken again (see `measured`); a lower bound missed, or a packet lost, is a failure at once."""
+    """A miss that other work on the machine can cause: a timing upper bound missed, or a sender, a receiver's
+    socket or an emulated link that fell behind (each raise says which). `measured` takes such a measurement
+    again only if an independent signal shows the machine was busy; a lower bound missed, or a packet lost, is
+    a failure at once."""
+
+
+# CPU pressure (PSI, Documentation/accounting/psi.rst): "some" is the share of wall time in which at least one
+# runnable task waited for a CPU, machine-wide. It is not the test's own verdict: it sees other people's builds
+# and CI runs on the 2-core VM, which are what delays our packets. An attempt counts as busy when that share
+# reached BUSY_SHARE over the attempt or over the 10 s before the miss (PSI's avg10: a burst of load shows there
+# even when a long attempt dilutes it). 5%: sampled every 10 s while CI ran the integration tests alone, avg10
+# stayed at 0.6-1.9% (avg60 2-3%); a parallel build (make -j2) holds it at 10-20%, other engineers' test runs
+# and a soak together at 60-80%.
+PSI_CPU = "/proc/pressure/cpu"
+BUSY_SHARE = 0.05
+clock = time.monotonic  # what measured() times attempts by (test_retries.py fakes it)
+_running_test = None  # the pytest item whose measured() calls are recorded (set by the autouse fixture below)
+
+
+@pytest.fixture(autouse=True)
+def _record_retries_of(request):
+    global _running_test
+    _running_test = request.node
+    yield
+    _running_test = None
+
+
+def cpu_pressure():
+    """(PSI cpu "some" total in us, its avg10 as a share), or None where the kernel has no PSI."""
+    try:
+        with open(PSI_CPU) as f:
+            some = dict(kv.split("=") for kv in f.readline().split()[1:])
+        return int(some["total"]), float(some["avg10"]) / 100
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def busy_machine(before, started):
+    """(busy, what PSI said) for an attempt that began at clock() STARTED with cpu_pressure() BEFORE."""
+    after = cpu_pressure()
+    if before is None or after is None:
+        return False, f"no CPU pressure to judge the machine by ({PSI_CPU} unreadable)"
+    wall_us = max(1.0, (clock() - started) * 1e6)
+    share, avg10 = (after[0] - before[0]) / wall_us, after[1]
+    busy = max(share, avg10) >= BUSY_SHARE
+    return busy, (f"CPU pressure some {100 * share:.1f}% over the attempt's {wall_us / 1e6:.1f} s, avg10 "
+                  f"{100 * avg10:.1f}%: {'busy' if busy else 'not busy'} (threshold {100 * BUSY_SHARE:.0f}%)")
+
+
+def record_retry(attempt: int, attempts: int, reason: str, pressure: str):
+    """Puts a retry in the test's report (a user property "retry", which the JUnit XML carries and tests/run
+    counts) and prints it past pytest's capture, so a log shows it whether the test passes or not."""
+    item = _running_test
+    where = item.nodeid if item is not None else "(outside a test)"
+    text = f"attempt {attempt} of {attempts} missed: {(reason.splitlines() or ['?'])[0][:300]} [{pressure}]"
+    if item is not None:
+        item.user_properties.append(("retry", text))
+    capture = item.config.pluginmanager.getplugin("capturemanager") if item is not None else None
+    if capture is None:  # -p no:capture: nothing to get past
+        print(f"\nRETRY: {where}: {text}", flush=True)
+        return
+    with capture.global_and_fixture_disabled():
+        print(f"\nRETRY: {where}: {text}", flush=True)
 
 
 def measured(check, attempts: int = 3):
-    """Runs check() until it passes, at most ATTEMPTS times; only TooSlow is retried."""
+    """Runs check() until it passes, at most ATTEMPTS times. Only a TooSlow is taken again, and only when the
+    machine was busy during that attempt by CPU pressure (busy_machine); each retry is recorded in the test's
+    report and printed (record_retry). A miss on a machine that was not busy is the code's: it fails at once."""
     for attempt in range(1, attempts + 1):
+        before, started = cpu_pressure(), clock()
         try:
             return check()
-        except TooSlow:
-            if attempt == attempts:
+        except TooSlow as miss:
+            busy, pressure = busy_machine(before, started)
+            if attempt == attempts or not busy:
+                miss.args = (f"{miss}\n[attempt {attempt} of {attempts}; {pressure}"
+                             f"{'' if busy else ': not taken again'}]",)
                 raise
+            record_retry(attempt, attempts, str(miss), pressure)
 
 
 @dataclass

@@ -21,6 +21,7 @@ CONTEXTS = [
     ("tm-onoff", None, ["--help"], None),
     ("tm-modulate", None, ["--help"], None),
     ("tm-graph", None, ["--help"], None),
+    ("tm-top", None, ["--help"], None),
     ("tm-trace", "validate", ["validate", "--help"], None),
     ("tm-trace", "stats", ["stats", "--help"], None),
     ("tm-trace", "make", ["make", "--help"], None),

@@ -1,6 +1,7 @@
 """tm-run on a real batch system: a single-node Slurm (Debian's slurm-wlm and munge) started by the test on
-localhost, an array of 2 tasks each running its share of an experiment (K/N from SLURM_ARRAY_TASK_*), merged,
-and compared with a local run of the same experiment. Everything the test starts is stopped at the end."""
+localhost, the shipped examples/slurm-array.sh submitted as an array of 2 tasks each running its share of an
+experiment (K/N from SLURM_ARRAY_TASK_*), merged as the script says, and compared with a local run of the same
+experiment. Everything the test starts is stopped at the end."""
 import csv
 import os
 import re
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BINDIR
+from conftest import BINDIR, HERE
 from test_run_experiment import assert_goodput_within_noise
 
 EXPERIMENT = '''name = "slurm array"
@@ -29,6 +30,8 @@ rate = ["4mbit", "8mbit"]
 kind = "bulk"
 seconds = 1
 '''
+
+SCRIPT = os.path.realpath(os.path.join(HERE, "..", "..", "examples", "slurm-array.sh"))
 
 SLURM_CONF = """ClusterName=tmtest
 SlurmctldHost={host}(127.0.0.1)
@@ -175,17 +178,19 @@ def test_slurm_array_merged_equals_a_local_run(root, public_tmp):
         started = time.monotonic()
         cluster.start()
         up = time.monotonic()
-        script = public_tmp / "job.sh"
-        script.write_text(f"#!/bin/sh\nexec {tm_run} {exp} -q -o {public_tmp}/shard-$SLURM_ARRAY_TASK_ID\n")
-        script.chmod(0o755)
-        r = subprocess.run([need("sbatch"), "--parsable", "--array=0-1", "-o", f"{public_tmp}/slurm-%a.out",
-                            str(script)], env=cluster.env, capture_output=True, text=True, timeout=30)
+        # The example as its comment says to submit it, from the directory its output lands in; the task finds
+        # tm-run on PATH, which sbatch passes on. The script asks 2 CPUs a task: on this 2-CPU node its tasks
+        # would run one after the other, so the command line (which overrides #SBATCH) asks 1, as before.
+        env = dict(cluster.env, PATH=f"{BINDIR}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+        r = subprocess.run([need("sbatch"), "--parsable", "--array=0-1", "--cpus-per-task=1", SCRIPT, str(exp),
+                            f"{public_tmp}/res"], env=env, cwd=public_tmp, capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stdout + r.stderr + cluster.logs()
         job = r.stdout.strip().split(";")[0]
         states = cluster.wait_job(job)
-        outputs = "".join(open(public_tmp / f"slurm-{i}.out").read() for i in (0, 1) if
-                          os.path.exists(public_tmp / f"slurm-{i}.out"))
+        logs = [public_tmp / f"tm-run-{job}_{i}.out" for i in (0, 1)]  # the script's #SBATCH --output
+        outputs = "".join(open(p).read() for p in logs if os.path.exists(p))
         assert states == [("COMPLETED", "0:0")] * 2, f"{states}: {outputs}{cluster.logs()}"
+        assert all(os.path.exists(p) for p in logs), os.listdir(public_tmp)
         done = time.monotonic()
         print(f"Slurm: up in {up - started:.1f} s, the array of 2 tasks done {done - up:.1f} s later")
     finally:
@@ -194,17 +199,18 @@ def test_slurm_array_merged_equals_a_local_run(root, public_tmp):
         print(f"Slurm: stopped in {time.monotonic() - done:.1f} s")
     assert slurm_processes() == before, "Slurm or munge processes were left running"
     for i, k in ((0, 1), (1, 2)):
-        manifest = open(public_tmp / f"shard-{i}" / "manifest.json").read()
+        manifest = open(public_tmp / f"res.shard-{i}" / "manifest.json").read()
         assert f'"shard": [\n  {k},\n  2\n ]' in manifest
-    r = subprocess.run([tm_run, "merge", public_tmp / "shard-0", public_tmp / "shard-1", "-o", public_tmp / "merged"],
+    # The merge as the script's comment gives it: tm-run merge OUT.shard-* -o OUT.
+    r = subprocess.run(["sh", "-c", 'exec "$0" merge "$1".shard-* -o "$1"', tm_run, public_tmp / "res"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([tm_run, str(exp), "-q", "-o", public_tmp / "local"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    merged, local = table(public_tmp / "merged"), table(public_tmp / "local")
+    merged, local = table(public_tmp / "res"), table(public_tmp / "local")
     assert merged.keys() == local.keys()  # the same runs, replications, seeds and metrics
     for key in merged:
         if key[-1] == "link2_down_capacity_mbps":
             # The same trace; the log's window may hold one opportunity more or less at either edge (0.3% each).
             assert merged[key] == pytest.approx(local[key], rel=0.01), key
-    assert_goodput_within_noise(root, public_tmp / "local", public_tmp / "merged", 2)  # the tasks ran side by side
+    assert_goodput_within_noise(root, public_tmp / "local", public_tmp / "res", 2)  # the tasks ran side by side

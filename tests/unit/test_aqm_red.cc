@@ -16,7 +16,7 @@ namespace {
 constexpr Nanos kMs = kMillisecond;
 
 struct Drops : DropSink {
-  void dropped(QueuedPacket&& p, Nanos) override { packets += p.segments; }
+  void dropped(QueuedPacket&& p, Nanos, DropCause) override { packets += p.segments; }
   uint64_t packets = 0;
 };
 

@@ -22,12 +22,14 @@ constexpr uint32_t kMss = 1448, kSegmentIpBytes = 40 + kMss;  // IPv4 + TCP head
 
 // Remembers what a discipline drops.
 struct Drops : DropSink {
-  void dropped(QueuedPacket&& p, Nanos now) override {
+  void dropped(QueuedPacket&& p, Nanos now, DropCause cause) override {
     packets += p.segments;
+    causes.push_back(cause);
     times.push_back(now);
     ids.push_back(fake::ip_id_of(p.packet));
   }
   uint64_t packets = 0;
+  std::vector<DropCause> causes;  // what tm-top tells apart: a limit, or the AQM's choice
   std::vector<Nanos> times;
   std::vector<uint16_t> ids;
 };
@@ -133,8 +135,7 @@ TEST(QueueDisciplineArgs, LimitsTakeTheSharedGrammar) {
   EXPECT_EQ(make("droptail", "packets=7PACKETS, bytes=150kB")->describe(), "droptail packets=7 bytes=150000");
   EXPECT_EQ(make("drophead", "bytes=64KiB")->describe(), "drophead bytes=65536");
   EXPECT_EQ(make("drophead", "bytes=150000B")->describe(), "drophead bytes=150000");
-  EXPECT_EQ(make("codel", "target=5,interval=100,bytes=1MB")->describe(),
-            "codel target=5 interval=100 bytes=1000000");
+  EXPECT_EQ(make("codel", "target=5,interval=100,bytes=1MB")->describe(), "codel target=5 interval=100 bytes=1000000");
 }
 
 TEST(QueueDisciplineArgs, ErrorsNameTheDownlinkOptionToo) {
@@ -162,6 +163,7 @@ TEST(QueueDiscipline, PacketLimitDropsTheArrivalsOrTheOldest) {
     for (uint16_t id = 1; id <= 5; ++id) q->enqueue(plain(pool, 1000, id * kMs, id), id * kMs, drops);
     EXPECT_EQ(drops.ids, c.dropped);
     EXPECT_EQ(drops.times, (std::vector<Nanos>{4 * kMs, 5 * kMs}));
+    EXPECT_EQ(drops.causes, (std::vector<DropCause>{DropCause::kQueue, DropCause::kQueue}));
     EXPECT_EQ(q->packets(), 3u);
     EXPECT_EQ(q->bytes(), 3000u);
     EXPECT_EQ(drain(*q, 10 * kMs, drops), c.served);
@@ -346,8 +348,9 @@ TEST(QueueDisciplineArgs, AqmTimesAreRequiredMilliseconds) {
                   ", packets, bytes, ecn)");
     // Times read as tm-delay's: bare milliseconds or a unit, rounded up to the nanosecond, above 0, at most 1 h.
     const std::string named = "invalid --uplink-queue-args (" + c.name + " " + c.second + "=) '";
-    const std::string syntax = "': expected a duration (a unit is optional): ns, us, ms, s, min or h (e.g. 200ms or "
-                               "1.5s)";
+    const std::string syntax =
+        "': expected a duration (a unit is optional): ns, us, ms, s, min or h (e.g. 200ms or "
+        "1.5s)";
     for (const char* v : {"-1", "abc", ".", "nan", "", "5 ms", "5sec", "5m"})
       EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=" + v), named + v + syntax) << v;
     EXPECT_EQ(error_of(c.name, first + ",packets=10," + c.second + "=1e3"),
@@ -410,6 +413,7 @@ TEST(Codel, FirstDropAfterAnIntervalAboveTargetThenIntervalOverSqrtCount) {
   d.run(105 * kMs, 1000 * kMs, 100 * kUs, 1);
   ASSERT_GE(d.drops.times.size(), 10u);
   EXPECT_EQ(d.drops.times[0], 105 * kMs);
+  EXPECT_EQ(d.drops.causes[0], DropCause::kAqm);
   // Each later drop at the first opportunity at or after drop_next, which advances by interval/sqrt(count).
   double next = 105.0 * kMs;
   for (size_t k = 1; k < 10; ++k) {
@@ -507,6 +511,7 @@ TEST(Codel, LimitsDropArrivals) {
   Drops drops;
   for (uint16_t id = 1; id <= 5; ++id) q->enqueue(plain(pool, 1000, 0, id), 0, drops);
   EXPECT_EQ(drops.ids, (std::vector<uint16_t>{4, 5}));
+  EXPECT_EQ(drops.causes, (std::vector<DropCause>{DropCause::kQueue, DropCause::kQueue}));
 }
 
 // --- PIE ---
