@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "config.h"
 #include "packet/ferry.hh"
@@ -159,14 +160,11 @@ void LinkCapture::flush(Nanos now) {
 }
 
 std::vector<std::string> LinkCapture::finish() {
-  std::vector<std::string> errors;
-  for (File& f : files_) {
-    for (PcapngWriter* w : {f.passed.get(), f.drops.get()}) {
-      w->flush();
-      if (!w->error().empty()) errors.push_back(f.option + " " + w->path() + ": " + w->error());
-    }
-  }
-  return errors;
+  std::vector<std::string> losses;
+  for (File& f : files_)
+    for (PcapngWriter* w : {f.passed.get(), f.drops.get()})
+      if (std::string line = w->loss_line(); !line.empty()) losses.push_back(std::move(line));
+  return losses;
 }
 
 }  // namespace tracemod

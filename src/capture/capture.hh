@@ -75,7 +75,8 @@ class LinkCapture final : public FerryObserver {
   // Buffered frames are written at least every kFlushEvery: when, or kNever if nothing waits.
   Nanos flush_due() const override;
   void flush(Nanos now) override;
-  // Writes everything; returns one line per file that could not be written (empty if none).
+  // Writes everything; returns one line per file that could not be written in full, saying what was lost
+  // (empty if nothing was).
   std::vector<std::string> finish();
 
  private:

@@ -23,19 +23,27 @@ size_t padded(size_t n) {
   return (n + 3) & ~size_t{3};
 }
 
+// PATH opened for writing, created if need be (CREATED says so), its contents left until start().
+FileDescriptor open_for_writing(const std::string& option, const std::string& path, bool& created) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  created = fd >= 0;
+  if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw UsageError(option + " " + path + ": cannot open for writing: " + std::strerror(errno));
+  return FileDescriptor(fd);
+}
+
 }  // namespace
 
 PcapngWriter::PcapngWriter(const std::string& option, const std::string& path)
-    : option_(option), path_(path), buf_(kFlushAt * 2) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  created_ = fd >= 0;
-  if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw UsageError(option + " " + path + ": cannot open for writing: " + std::strerror(errno));
-  fd_ = FileDescriptor(fd);
-}
+    : option_(option),
+      path_(path),
+      file_(option + " " + path, "pcapng blocks", open_for_writing(option, path, created_)),
+      buf_(kFlushAt * 2) {}
 
+// A device or a pipe (EINVAL) has nothing to empty.
 void PcapngWriter::start() {
-  if (ftruncate(fd_.get(), 0) < 0) error_ = std::string("truncate: ") + std::strerror(errno);
+  if (ftruncate(file_.fd(), 0) < 0 && errno != EINVAL)
+    throw UsageError(option_ + " " + path_ + ": cannot empty it: " + std::strerror(errno));
 }
 
 void PcapngWriter::discard() {
@@ -78,6 +86,7 @@ void PcapngWriter::end_block(size_t start) {
   const uint32_t length = static_cast<uint32_t>(used_ - start + 4);
   std::memcpy(buf_.data() + start + 4, &length, 4);
   u32(length);
+  ends_.push_back(used_);
   if (used_ >= kFlushAt) flush();
 }
 
@@ -151,6 +160,7 @@ void PcapngWriter::end_packet(Direction dir, const std::string& comment) {
   const uint32_t length = static_cast<uint32_t>(used_ - block_);
   std::memcpy(p, &length, 4);
   std::memcpy(buf_.data() + block_ + 4, &length, 4);
+  ends_.push_back(used_);
   if (used_ >= kFlushAt) flush();
 }
 
@@ -161,14 +171,15 @@ void PcapngWriter::packet(uint32_t iface, int64_t time, const uint8_t* data, uin
 }
 
 void PcapngWriter::flush() {
-  size_t done = 0;
-  while (error_.empty() && done < used_) {
-    const ssize_t w = ::write(fd_.get(), buf_.data() + done, used_ - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) error_ = std::string("write: ") + (w < 0 ? std::strerror(errno) : "no progress");
-    done += w > 0 ? static_cast<size_t>(w) : 0;
-  }
+  if (used_ == 0) return;
+  file_.write(reinterpret_cast<const char*>(buf_.data()), used_, ends_);
   used_ = 0;
+  ends_.clear();
+}
+
+std::string PcapngWriter::loss_line() {
+  flush();
+  return file_.loss_line();
 }
 
 }  // namespace tracemod

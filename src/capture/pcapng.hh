@@ -42,11 +42,12 @@ class PcapngWriter {
   uint8_t* begin_packet(uint32_t iface, int64_t time, uint32_t data_size, uint32_t wire_size, size_t comment_size);
   void end_packet(Direction dir, const std::string& comment = {});
 
-  // Writes what is buffered (called between blocks). After a write error nothing more is written; error() says
-  // why.
+  // Writes what is buffered (called between blocks). A write that fails (a full disk) is said once, the file
+  // keeps its whole blocks and nothing more is written: see RecordFile.
   void flush();
   bool buffered() const { return used_ > 0; }
-  const std::string& error() const { return error_; }
+  // "OPTION PATH: N pcapng blocks (B bytes) not written (why)", or "" if all were. Flushes first.
+  std::string loss_line();
   const std::string& path() const { return path_; }
 
  private:
@@ -59,12 +60,13 @@ class PcapngWriter {
   }
   void end_block(size_t start);
 
-  std::string option_, path_, error_;
-  FileDescriptor fd_;
+  std::string option_, path_;
   bool created_ = false;
+  RecordFile file_;
   std::vector<uint8_t> buf_;  // its size is its capacity; the first used_ bytes hold blocks
   size_t used_ = 0;
-  size_t block_ = 0;  // where the packet block being assembled starts
+  size_t block_ = 0;         // where the packet block being assembled starts
+  std::vector<size_t> ends_;  // where each block in buf_ ends: a failed write keeps whole blocks only
 };
 
 }  // namespace tracemod

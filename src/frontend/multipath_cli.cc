@@ -101,13 +101,16 @@ void check_files(const std::vector<std::array<PathDirection, 2>>& paths) {
 
 }  // namespace
 
-std::vector<QueueFactory> read_paths(const MultipathOptions& o, const ShellOptions& shell) {
+std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& shell) {
   auto paths = std::make_shared<std::vector<std::array<PathDirection, 2>>>(o.specs.size());
   for (size_t i = 0; i < o.specs.size(); ++i) {
     const KeyValues kv("--path " + std::to_string(i + 1), "a path", o.specs[i], kKeys);
     for (int d : {Ferry::kUplink, Ferry::kDownlink}) (*paths)[i][d] = read_direction(kv, i, d, o);
   }
   check_files(*paths);
+  for (const auto& path : *paths)  // what a full disk keeps from a log is reported at exit, as tm-link's
+    for (const PathDirection& d : path)
+      if (d.link.log) shell.logs.push_back(d.link.log->file());
   auto start = std::make_shared<Nanos>(0);  // every path's traces start at the same instant
   std::vector<QueueFactory> factories;
   for (size_t i = 0; i < o.specs.size(); ++i)

@@ -27,7 +27,8 @@ struct MultipathOptions {
   LinkLog::Format log_format = LinkLog::Format::kTracemod;
 };
 
-// The queue factory of each path. Throws UsageError naming the --path (and key) at fault.
-std::vector<QueueFactory> read_paths(const MultipathOptions& o, const ShellOptions& shell);
+// The queue factory of each path; registers its logs in SHELL. Throws UsageError naming the --path (and key) at
+// fault.
+std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& shell);
 
 }  // namespace tracemod

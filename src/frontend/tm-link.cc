@@ -27,7 +27,7 @@ Direction read_direction(const po::variables_map& vm, const std::string& name, u
   d.discipline = make_queue_discipline("--" + name + "-queue-args", queue, option_text(vm, name + "-queue-args"),
                                        RandomStream(seed, static_cast<uint64_t>(stream)));
   if (const std::string log = option_text(vm, name + "-log"); !log.empty())
-    d.log = std::make_shared<LinkLog>(log, format);
+    d.log = std::make_shared<LinkLog>(log, format, "--" + name + "-log");
   return d;
 }
 
@@ -72,6 +72,8 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   auto dirs = std::make_shared<std::array<Direction, 2>>();
   (*dirs)[Ferry::kUplink] = read_direction(vm, "uplink", seed, Ferry::kUplink, format);
   if (!shared) (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink, format);
+  for (const Direction& d : *dirs)
+    if (d.log) shell.logs.push_back(d.log->file());
   const bool once = vm.count("once") > 0;
   if (once && !(*dirs)[0].trace && (shared || !(*dirs)[1].trace))
     throw UsageError(shared ? "--once: the shared link has a constant rate, which never ends"

@@ -57,7 +57,10 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const uint64_t seed = read_seed(vm);
   const bool shared = vm.count("shared-medium") > 0, once = vm.count("once") > 0;
   std::shared_ptr<ModulateLog> log;
-  if (const std::string path = option_text(vm, "log"); !path.empty()) log = std::make_shared<ModulateLog>(path);
+  if (const std::string path = option_text(vm, "log"); !path.empty()) {
+    log = std::make_shared<ModulateLog>(path);
+    shell.logs.push_back(log->file());
+  }
   shell.log_lines.push_back("seed " + std::to_string(seed));
   shell.prompt_tag = shared ? "[modulate shared]" : "[modulate]";
   auto start = std::make_shared<Nanos>(0);  // both directions start their schedules at the same instant

@@ -130,6 +130,17 @@ std::string shell_quote(const std::string& arg) {
   return q + "'";
 }
 
+// Says what each log and capture could not write (a full disk: said once already, as it happened) and returns
+// the exit status: the command's, or 1 if the command succeeded but a record of its run is short.
+int report_losses(const Tool& tool, const ShellOptions& shell, int status) {
+  std::vector<std::string> losses;
+  if (shell.capture) losses = shell.capture->finish();
+  for (const auto& log : shell.logs)
+    if (std::string line = log->loss_line(); !line.empty()) losses.push_back(std::move(line));
+  for (const std::string& line : losses) std::cerr << tool.name << ": " << line << "\n";
+  return losses.empty() || status != 0 ? status : 1;
+}
+
 int usage_error(const Tool& tool, const std::string& message) {
   std::cerr << tool.name << ": " << message << "\n"
             << "usage: " << tool.name << " " << tool.synopsis << "\n"
@@ -214,10 +225,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
     return usage_error(tool, e.what());
   }
   try {
-    const int status = run_shell(shell, queues);
-    if (shell.capture)
-      for (const std::string& e : shell.capture->finish()) std::cerr << tool.name << ": " << e << "\n";
-    return status;
+    return report_losses(tool, shell, run_shell(shell, queues));
   } catch (const UsageError& e) {  // an option that only the shell's situation shows to be wrong
     return usage_error(tool, e.what());
   } catch (const std::exception& e) {

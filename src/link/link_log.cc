@@ -1,38 +1,34 @@
 #include "link/link_log.hh"
 
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <iostream>
 
 #include "link/trace.hh"
-#include "util/error.hh"
 
 namespace tracemod {
 
-LinkLog::LinkLog(const std::string& path, Format format)
-    : path_(path), format_(format), f_(std::fopen(path.c_str(), "we")), buffer_(1 << 20) {
-  if (!f_) throw UsageError(path + ": cannot open for writing: " + std::strerror(errno));
-  std::setvbuf(f_, buffer_.data(), _IOFBF, buffer_.size());
-}
-
-LinkLog::~LinkLog() {
-  // A full disk must not pass unnoticed: the log is the experiment's record.
-  const bool failed = std::ferror(f_) != 0;
-  if (std::fclose(f_) != 0 || failed) std::cerr << path_ << ": write error: the link log is incomplete\n";
-}
+LinkLog::LinkLog(const std::string& path, Format format, const std::string& option)
+    : path_(path),
+      format_(format),
+      file_(std::make_shared<RecordFile>(option + " " + path, "log lines", create_for_writing(path))) {}
 
 void LinkLog::header(const std::vector<std::string>& lines, Nanos base) {
-  for (const std::string& l : lines) std::fprintf(f_, "# %s\n", l.c_str());
-  std::fputs("# base timestamp: ", f_);
+  for (const std::string& l : lines) {
+    file_->append("# ", 2);
+    file_->append(l.data(), l.size());
+    put('\n');
+    end_line();
+  }
+  static const char kBase[] = "# base timestamp: ";
+  file_->append(kBase, sizeof kBase - 1);
   put_ms(base);
   put('\n');
+  end_line();
 }
 
 void LinkLog::put_uint(uint64_t v) {
   char text[24];
   const auto r = std::to_chars(text, text + sizeof text, v);
-  std::fwrite(text, 1, static_cast<size_t>(r.ptr - text), f_);
+  file_->append(text, static_cast<size_t>(r.ptr - text));
 }
 
 // Milliseconds with three decimals, e.g. 1234.567, or whole ones as Mahimahi writes them.
@@ -58,11 +54,13 @@ void LinkLog::line(Nanos t, char kind, uint64_t a) {
 void LinkLog::opportunity(Nanos t) {
   line(t, '#', kOpportunityBytes);
   put('\n');
+  end_line();
 }
 
 void LinkLog::arrival(Nanos t, uint32_t bytes) {
   line(t, '+', bytes);
   put('\n');
+  end_line();
 }
 
 void LinkLog::departure(Nanos t, uint32_t bytes, Nanos enqueued) {
@@ -72,6 +70,7 @@ void LinkLog::departure(Nanos t, uint32_t bytes, Nanos enqueued) {
   const Nanos whole = kMillisecond;
   put_ms(format_ == Format::kMahimahi ? (t / whole - enqueued / whole) * whole : t - enqueued);
   put('\n');
+  end_line();
 }
 
 void LinkLog::drop(Nanos t, uint32_t packets, uint64_t bytes) {
@@ -80,6 +79,7 @@ void LinkLog::drop(Nanos t, uint32_t packets, uint64_t bytes) {
   put(' ');
   put_uint(bytes);
   put('\n');
+  end_line();
 }
 
 }  // namespace tracemod

@@ -9,20 +9,22 @@
 // (mm-throughput-graph) insist on.
 #pragma once
 
-#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "util/clock.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod {
 
 class LinkLog {
  public:
   enum class Format { kTracemod, kMahimahi };
-  // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why").
-  LinkLog(const std::string& path, Format format);
-  ~LinkLog();
+  // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why"). OPTION names it in
+  // messages ("--uplink-log"). A write that fails (a full disk) is said once and the log stops there, whole
+  // lines only: see RecordFile, which file() returns for the shell's report at exit.
+  LinkLog(const std::string& path, Format format, const std::string& option = "log");
   LinkLog(const LinkLog&) = delete;
   LinkLog& operator=(const LinkLog&) = delete;
 
@@ -33,17 +35,18 @@ class LinkLog {
   void departure(Nanos t, uint32_t bytes, Nanos enqueued);
   void drop(Nanos t, uint32_t packets, uint64_t bytes);
   const std::string& path() const { return path_; }
+  const std::shared_ptr<RecordFile>& file() const { return file_; }
 
  private:
   void line(Nanos t, char kind, uint64_t a);
   void put_ms(Nanos t);
   void put_uint(uint64_t v);
-  void put(char c) { std::putc(c, f_); }
+  void put(char c) { file_->append(c); }
+  void end_line() { file_->end_record(); }
 
   std::string path_;
   Format format_;
-  FILE* f_;
-  std::vector<char> buffer_;
+  std::shared_ptr<RecordFile> file_;
 };
 
 }  // namespace tracemod

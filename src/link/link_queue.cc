@@ -64,6 +64,19 @@ void LinkQueue::advance(Nanos t) {
   }
 }
 
+// Lazily emulated, the link would otherwise spend the opportunities of a stall on what waited in the queue and
+// in the ferry's receive ring, with departure times in the past: all of it would leave at once when the ferry
+// runs again, faster than any link carries it.
+void LinkQueue::stalled(Nanos from, Nanos to) {
+  advance(from);
+  if (to <= clock_) return;
+  while (!ahead_.empty() && ahead_.front() <= to) pop_opportunity();
+  if (ahead_.empty()) source_->skip_before(to - start_ + 1);  // by arithmetic: a stall may be long
+  stalled_for_ += to - clock_;
+  if (from > stall_end_) ++stalls_;  // the loop and the ferry may each see one stall: counted once
+  clock_ = stall_end_ = to;
+}
+
 // One opportunity: 1500 bytes of credit for the packet in transit and those behind it.
 void LinkQueue::serve(Nanos when) {
   if (log_) log_->opportunity(when);
@@ -184,6 +197,7 @@ std::string LinkQueue::summary(int lane) const {
       s << ", " << discipline_->over_threshold() << " dropped above the marking threshold";
     s << "; ";
   }
+  if (stalls_) s << "ferry stalls: " << stalls_ << ", " << stalled_for_ / kMillisecond << " ms in all; ";
   const Lateness& late = lateness_[lane];
   if (late.count() == 0) return s.str() + "no departures";
   s << "departures late by p50 " << late.quantile_us(0.5) << " us, p99 " << late.quantile_us(0.99) << " us, max "

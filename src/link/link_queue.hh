@@ -54,6 +54,9 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   bool finished() const override { return peek(0) == kNever; }
   std::string summary() const override { return summary(0); }
   void live(QueueLive& out) const override { live(0, out); }
+  // The link's opportunities from FROM to TO carry nothing (they are not logged either): packets that arrived
+  // meanwhile queue, within the discipline's limit, and leave from TO on at the link's rate.
+  void stalled(Nanos from, Nanos to) override;
   const Lateness& lateness(int lane = 0) const { return lateness_[lane]; }
 
   void attach(int lane, LaneQueue* queue) override { lanes_[lane] = queue; }
@@ -94,6 +97,8 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   Ring<QueuedPacket> scratch_;  // segments of an arrival the discipline will not take whole
   Ring<Packet> ready_[2];       // per lane: departed, not yet handed to the kernel
   Lateness lateness_[2];
+  uint64_t stalls_ = 0;
+  Nanos stalled_for_ = 0, stall_end_ = -1;  // when the last stall ended
   LaneQueue* lanes_[2] = {this, nullptr};  // whose counters each lane's packets update
   ArrivalMerge merge_;                     // a shared medium's arrivals, until both lanes have been read
 };

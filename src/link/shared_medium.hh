@@ -36,6 +36,10 @@ class LaneServer {
   virtual bool finished() const = 0;
   virtual std::string summary(int lane) const = 0;
   virtual void live(int, QueueLive&) const {}
+  virtual void stalled(Nanos from, Nanos to) {  // see PacketQueue::stalled; the medium's, for both lanes
+    (void)from;
+    (void)to;
+  }
 };
 
 // Both lanes' arrivals of one turn of the event loop, handed on in the order the kernel received them. The ferry
@@ -88,6 +92,7 @@ class Lane final : public LaneQueue {
   void dequeue_ready(Nanos now, PacketSink& out) override { server_->dequeue_ready(lane_, now, out); }
   Nanos next_event() const override { return server_->next_event(lane_); }
   bool finished() const override { return server_->finished(); }
+  void stalled(Nanos from, Nanos to) override { server_->stalled(from, to); }
   std::string summary() const override { return server_->summary(lane_); }
   void live(QueueLive& out) const override { server_->live(lane_, out); }
 

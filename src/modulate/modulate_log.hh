@@ -9,19 +9,21 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "modulate/schedule.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod::modulate {
 
 class ModulateLog {
  public:
-  // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why").
+  // Opens PATH for writing; throws UsageError("PATH: cannot open for writing: why"). A write that fails (a
+  // full disk) is said once and the log stops there, whole lines only: see RecordFile, which file() returns for
+  // the shell's report at exit.
   explicit ModulateLog(const std::string& path);
-  ~ModulateLog();
   ModulateLog(const ModulateLog&) = delete;
   ModulateLog& operator=(const ModulateLog&) = delete;
 
@@ -38,6 +40,7 @@ class ModulateLog {
   void lost(const Passage& p, Nanos start, Nanos end);
   void dropped(const Passage& p, Nanos at, const char* why);
   const std::string& path() const { return path_; }
+  const std::shared_ptr<RecordFile>& file() const { return file_; }
 
  private:
   void begin(const Passage& p);
@@ -46,8 +49,7 @@ class ModulateLog {
   void time(Nanos t);
 
   std::string path_;
-  FILE* f_;
-  std::vector<char> buffer_;
+  std::shared_ptr<RecordFile> file_;
 };
 
 }  // namespace tracemod::modulate

@@ -42,6 +42,7 @@ int EventLoop::run() {
       int status;
       if (ev[i].data.u32 == kSignalTag && on_signals(status)) return status;
     }
+    note_stall();
     Nanos now;
     const int arrived = turn(now);
     if (arrived > 0) {
@@ -92,6 +93,18 @@ bool EventLoop::any_arrivals() const {
   return false;
 }
 
+// A release was due at due_ and the loop did not run until now, later by more than kStall: the ferry was stopped
+// (SIGSTOP, a debugger) or starved of the CPU. The queues are told, so that a link does not send now, in a burst,
+// all it would have carried meanwhile (Ferry::receive does the same for arrivals left unread).
+void EventLoop::note_stall() {
+  if (due_ == kNever) return;
+  const Nanos now = monotonic_now();
+  if (now - due_ > PacketQueue::kStall)
+    for (FerryLink& k : links_)
+      for (PacketQueue* q : k.queues) q->stalled(due_, now);
+  due_ = kNever;
+}
+
 // A queue that can never release again (a trace played --once) ends the run: the command is asked to stop
 // (SIGTERM through its init), and killed if it still runs a second later.
 void EventLoop::stop_if_finished(Nanos now) {
@@ -133,7 +146,8 @@ int EventLoop::wait(epoll_event* ev) {
   constexpr Nanos kSpinAhead = 150 * 1000, kBusyPoll = 50 * 1000, kNap = 50 * 1000, kSignalPoll = kMillisecond;
   constexpr int kLoadBatch = 2;
   const Nanos now = monotonic_now();
-  const Nanos next = std::min(next_release(), kill_at_);
+  due_ = next_release();
+  const Nanos next = std::min(due_, kill_at_);
   const bool recent = now - last_arrival_ < kBusyPoll;
   if (recent && last_batch_ >= kLoadBatch) {
     last_epoll_ = now;

@@ -55,6 +55,7 @@ class EventLoop {
   Nanos capture_due() const;
   bool any_arrivals() const;
   Nanos tasks_due() const;  // the earliest task's due time, or kNever
+  void note_stall();
 
   std::string tool_;  // for messages
   std::vector<FerryLink> links_;
@@ -62,6 +63,7 @@ class EventLoop {
   std::function<void()> on_child_exit_;
   Nanos last_arrival_ = 0, last_epoll_ = 0;
   int last_batch_ = 0;      // frames read in the last turn that read any
+  Nanos due_ = kNever;      // the earliest release the queues wanted when the loop last went to wait
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   std::vector<LoopTask*> tasks_;
   SignalFd signals_;

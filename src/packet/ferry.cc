@@ -245,6 +245,15 @@ bool Ferry::has_arrivals(Direction d) const {
   return end(d, true).rx_ring->peek(f);
 }
 
+// The oldest frame waiting, received at ARRIVED, shows whether the ferry was away (stopped, or starved of the CPU)
+// for longer than kStall: the queue is told, so that a link does not send now, in a burst, what it would have
+// carried meanwhile. The event loop tells it of a release the ferry missed; this, of arrivals it did not read.
+namespace {
+void note_stall(Nanos arrived, Nanos now, PacketQueue& queue) {
+  if (now - arrived > PacketQueue::kStall) queue.stalled(arrived, now);
+}
+}  // namespace
+
 // Frames are copied out of the ring at once (a small frame into a small buffer, so that a queue of ACKs does
 // not pin 64 KiB apiece): the ring never waits on a queue, and a copy of a small frame costs less than the
 // system call it replaces.
@@ -255,7 +264,10 @@ int Ferry::receive(Direction d, PacketQueue& queue) {
   Nanos now = 0, offset = 0;
   int n = 0;
   for (; n < kMaxPerTurn && ring.peek(f); ++n) {
-    if (n == 0) offset = realtime_offset(now);
+    if (n == 0) {
+      offset = realtime_offset(now);
+      note_stall(f.realtime - offset, now, queue);
+    }
     Packet p;
     p.arrival = arrival_time(f.realtime, now, offset);
     if (f.copied) {

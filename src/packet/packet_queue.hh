@@ -108,6 +108,14 @@ class PacketQueue {
   virtual std::string summary() const { return {}; }
   // Fills what this queue adds to the live counters (its capacity, CE marks, state); nothing by default.
   virtual void live(QueueLive&) const {}
+  // The ferry did not run from FROM to TO (stopped by SIGSTOP or a debugger, or starved of the CPU for longer
+  // than kStall): nothing crossed the link meanwhile. A link with a rate behaves as one that stalled: what it
+  // could have carried meanwhile is not sent in a burst now. A delay line has no rate: it does nothing.
+  virtual void stalled(Nanos from, Nanos to) {
+    (void)from;
+    (void)to;
+  }
+  static constexpr Nanos kStall = 100 * kMillisecond;
   const QueueStats& stats() const { return stats_; }
   // Whom drop() tells (not owned; null: nobody). Off by default, so a drop costs nothing extra.
   void set_drop_observer(DropObserver* o) { drop_observer_ = o; }

@@ -214,11 +214,12 @@ HostLinkPlan HostHelper::host_link() {
   return plan_host_link(static_cast<uint32_t>(reply.number));
 }
 
-bool HostHelper::reap_if_exited() {
+bool HostHelper::reap_if_exited(int* status) {
   if (pid_ <= 0) return true;
-  int status;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+  int raw;
+  if (waitpid(pid_, &raw, WNOHANG) == pid_) {
     pid_ = -1;
+    if (status) *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
     return true;
   }
   return false;

@@ -36,8 +36,11 @@ class HostHelper {
   // Ends the helper (and with it pasta or the host link's table).
   void finish();
   pid_t pid() const { return pid_; }
-  // Call after SIGCHLD: true (and reaped) if the helper has exited.
-  bool reap_if_exited();
+  // Call after SIGCHLD: true (and reaped) if the helper has exited; STATUS, if given, gets how it ended (its
+  // exit status, 128+N for signal N) when it is reaped by this call.
+  bool reap_if_exited(int* status = nullptr);
+  bool running() const { return pid_ > 0; }
+  bool became_pasta() const { return pasta_; }
 
  private:
   pid_t pid_ = -1;

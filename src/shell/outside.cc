@@ -196,11 +196,34 @@ void Outside::start_command(CommandSpec spec) {
               << static_cast<double>(options_.command_wait) / 1e9 << " s; starting the command anyway\n";
 }
 
+// The helper (or pasta, which it became) died while the command ran: killed by someone, or by the OOM killer.
+// The way to the host went with it (pasta's tap device; the host's NAT table, owned by the helper's socket), so
+// the shell says so once. On the kernel path nobody on the host is left to delete tmhN either: the shell deletes
+// its own end, host0, and the pair goes now rather than with P0 (which an orphaned socket can keep for minutes).
+void Outside::on_helper_exit(int status) {
+  if (path_ == Path::kIsolated) return;  // it only wrote the maps: nothing went with it
+  const bool kernel = path_ == Path::kKernel;
+  const std::string how = status > 128 ? "was killed by signal " + std::to_string(status - 128)
+                                       : "exited with status " + std::to_string(status);
+  std::cerr << tool_ << ": the host helper" << (host_->became_pasta() ? " (pasta)" : "") << " " << how
+            << " while the command ran: "
+            << (kernel ? "the host's NAT table went with it, and the host link is removed" : "the relay is gone")
+            << "; $TM_BASE and the network beyond are no longer reachable; the command runs on\n";
+  if (!kernel) return;
+  try {
+    Netlink().delete_link(kHostLinkOuterName);
+  } catch (const std::exception& e) {
+    std::cerr << tool_ << ": could not remove the host link (it goes with the shell): " << e.what() << "\n";
+  }
+}
+
 void Outside::on_child_exit() {
-  if (host_) host_->reap_if_exited();
+  if (int status = 0; host_ && host_->running() && host_->reap_if_exited(&status)) on_helper_exit(status);
   int status = 0;
   if (command_ && command_->reap(status))
-    std::cerr << tool_ << ": the --outside command exited with status " << status << " while the command ran\n";
+    std::cerr << tool_ << ": the --outside command exited with status " << status
+              << (status > 128 ? " (killed by signal " + std::to_string(status - 128) + ")" : std::string())
+              << " while the command ran\n";
 }
 
 void Outside::finish() {

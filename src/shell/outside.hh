@@ -65,8 +65,8 @@ class Outside {
   // Starts --outside CMD, if given, in P as SPEC (argv and environment filled by the caller) and waits until it
   // listens. Throws Error if it ends first.
   void start_command(CommandSpec spec);
-  // After SIGCHLD: reaps what the outside holds (pasta, the --outside command) and says in one line if the
-  // --outside command ended while the command runs.
+  // After SIGCHLD: reaps what the outside holds (the host helper or pasta, the --outside command) and says in
+  // one line if one of them ended while the command runs.
   void on_child_exit();
   // When the command has ended: stops the --outside command and takes the path to the host down.
   void finish();
@@ -77,6 +77,7 @@ class Outside {
   void finish_kernel_path();
   void join_without_kernel(bool verbose);
   void join_by_pasta(bool verbose);
+  void on_helper_exit(int status);
   std::string nat_rules(const std::string& table, const std::vector<LinkPlan>& plans) const;
 
   std::string tool_;

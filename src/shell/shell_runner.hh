@@ -13,6 +13,7 @@
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "shell/outside.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod {
 
@@ -32,6 +33,7 @@ struct ShellOptions {
   // enabled, each path's addresses subflow endpoints.
   bool multipath = false;
   size_t default_path = 0;
+  std::vector<std::shared_ptr<RecordFile>> logs;  // the tool's logs: what they could not write is reported at exit
 };
 
 using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;

@@ -1,8 +1,11 @@
-// The one owner of a kernel file descriptor: moves, never copies, closes exactly once.
+// The one owner of a kernel file descriptor (moves, never copies, closes exactly once), and the files built on
+// it: whole small files read, and the record files a shell writes for its whole run.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tracemod {
 
@@ -30,7 +33,62 @@ class FileDescriptor {
 // Writes all of DATA to FD (retrying short writes); throws on error.
 void write_all(int fd, const std::string& data, const std::string& what);
 
+// PATH created, or emptied, for writing (mode 0666 less the umask); throws UsageError("PATH: cannot open for
+// writing: why"): the path is the user's.
+FileDescriptor create_for_writing(const std::string& path);
+
 // Reads a whole small file (e.g. under /proc); throws on error.
 std::string read_file(const std::string& path);
+
+// A file a shell writes records to for the whole of its run (a link log's lines, a capture's pcapng blocks),
+// honest about a write that fails. When the disk fills while the command runs, the shell must neither stop the
+// command's traffic nor leave a file that looks whole but is short. So:
+// - only whole records reach the file: a record the failing write cut is truncated away again, so the file
+//   stays readable (every line of a log, every block of a capture whole) up to the failure;
+// - the failure is said at once, in one line on stderr naming the file, and nothing more is written to it (a
+//   file that went on after space came back would have a hole in its middle and read as whole);
+// - the records not written are counted: loss_line() says how many and why, for the shell's exit.
+class RecordFile {
+ public:
+  // WHAT names the file in messages ("--uplink-log up.log"), NOUN its records ("log lines"). FD is open for
+  // writing at the file's start.
+  RecordFile(std::string what, std::string noun, FileDescriptor fd);
+  ~RecordFile();  // writes what is buffered; says nothing more (loss_line() is the report)
+  RecordFile(const RecordFile&) = delete;
+  RecordFile& operator=(const RecordFile&) = delete;
+
+  // Records assembled here: append bytes, end_record() after each record; written in pieces of kFlushAt.
+  void append(const char* data, size_t size) { buffer_.append(data, size); }
+  void append(char c) { buffer_.push_back(c); }
+  void appendf(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  void end_record();
+  void flush();
+
+  // Writes the whole records in DATA, records assembled elsewhere: ENDS holds where each ends (offsets into
+  // DATA, ascending, the last SIZE). Anything buffered here goes first.
+  void write(const char* data, size_t size, const std::vector<size_t>& ends);
+
+  bool failed() const { return !why_.empty(); }
+  // "WHAT: N NOUN (B bytes) not written (WHY)", or "" if every record was written. Flushes first.
+  std::string loss_line();
+  uint64_t lost_records() const { return lost_records_; }
+  uint64_t lost_bytes() const { return lost_bytes_; }
+  int fd() const { return fd_.get(); }
+  const std::string& what() const { return what_; }
+
+  static constexpr size_t kFlushAt = 1 << 20;
+
+ private:
+  void write_out(const char* data, size_t size, const std::vector<size_t>& ends);
+  void fail(const std::string& why, size_t written, size_t size, const std::vector<size_t>& ends);
+
+  std::string what_, noun_;
+  FileDescriptor fd_;
+  std::string buffer_;
+  std::vector<size_t> ends_;  // where each record in buffer_ ends
+  uint64_t offset_ = 0;       // the file's size: whole records written
+  std::string why_;           // empty until a write fails
+  uint64_t lost_records_ = 0, lost_bytes_ = 0;
+};
 
 }  // namespace tracemod

@@ -75,6 +75,20 @@ TEST(LinkQueue, OneFullPacketPerOpportunity) {
   EXPECT_EQ(k.q->stats().out_packets, 3u);
 }
 
+TEST(LinkQueue, AStallCarriesNothingAndTheQueueDrainsAfterItAtTheLinksRate) {
+  // The ferry was stopped from 1.5 ms to 10 ms: three packets queued before it and four that arrived during it
+  // (read late) leave one per opportunity from 10 ms on, not all at 10 ms; a one-packet-a-ms link stays one.
+  Link k(every(kMs, 30, kMs), "droptail", "packets=5");
+  for (uint16_t i = 0; i < 3; ++i) k.arrive(kFullPayload, 0, i);
+  EXPECT_EQ(k.run(1500 * 1000), std::vector<Nanos>{kMs});
+  k.q->stalled(1500 * 1000, 10 * kMs);
+  for (uint16_t i = 3; i < 7; ++i) k.q->enqueue(udp4(k.pool, kFullPayload, 2 * kMs + i * kMs, i), 10 * kMs);
+  EXPECT_EQ(k.q->stats().dropped_packets, 1u) << "five fit in the queue: two from before, three of the four";
+  EXPECT_EQ(k.run(20 * kMs), (std::vector<Nanos>{kMs, 11 * kMs, 12 * kMs, 13 * kMs, 14 * kMs, 15 * kMs}));
+  EXPECT_TRUE(Conserved(k.q->stats()));
+  EXPECT_NE(k.q->summary().find("ferry stalls: 1, 8 ms in all"), std::string::npos) << k.q->summary();
+}
+
 TEST(LinkQueue, SeveralSmallPacketsShareOneOpportunity) {
   Link k(every(kMs, 2, kMs));
   for (int i = 0; i < 16; ++i) k.arrive(100 - 28, 0);  // 16 packets of 100 IP bytes
