@@ -285,7 +285,7 @@ emit() {
 }
 
 # The endurance benchmarks (bench/soak, bench/cycles) run as pid 1 of a world of their own: network, mount and
-# pid namespaces, lo up, a veth pair with a default route, empty tmpfs over /tmp, /var/tmp and /dev/shm,
+# pid namespaces, lo up, a veth pair with a default route, empty tmpfs over /tmp, /var/tmp, /dev/shm and /run/netns,
 # and a world-writable scratch directory WORLD_SCRATCH in that /tmp for the stacks' logs. The world stands for
 # the host: what a stack leaves behind in it is theirs alone, and nothing else on the machine can pass for a
 # leftover or hide one. The tools and traces must not lie under those three directories (they would be hidden).
@@ -299,6 +299,7 @@ in_world() {
     ip link set tmbench0 up && ip link set tmbench1 up
     ip route add default via 198.18.255.254
     for d in /tmp /var/tmp /dev/shm; do mount -t tmpfs -o mode=1777 tmbench "$d"; done
+    [ ! -d /run/netns ] || mount -t tmpfs tmbench /run/netns  # named namespaces: the world'"'"'s own
     mkdir -m 1777 "$0"
     exec "$@"' "$WORLD_SCRATCH" "$@"
 }
