@@ -501,6 +501,7 @@ def soak_verdict(rows, late, window, minutes):
     say(f"  lateness trend: the per-minute p99's Theil-Sen slope adds {trend:+.1f} us over {minutes} min; "
         f"creeping means more than {bound:.0f} us (50 us or a quarter of the first p99): "
         f"{'CREEPING' if creeping else 'not creeping'}")
+    say("  per-minute p99 (us, by departure minute): " + " ".join(str(p) for _, p in per_minute))
     every = sorted(x for v in late.bins.values() for x in v)
     say(f"  whole run: {len(every)} probe departures, lateness p50 {percentile(every, 50)} us, p99 "
         f"{percentile(every, 99)} us, max {every[-1]} us; {late.implausible} pairs out of bounds, receiver socket "
