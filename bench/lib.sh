@@ -283,3 +283,45 @@ emit() {
   [[ -z ${BENCH_RESULTS:-} ]] || printf '%s\t%s\t%s\t%s\t%s\n' "$figure" "$tracemod" "$raw" "$ratio" "$target" \
     >>"$BENCH_RESULTS"
 }
+
+# The endurance benchmarks (bench/soak, bench/cycles) run as pid 1 of a world of their own: network, mount and
+# pid namespaces, lo up, a veth pair with a default route, empty tmpfs over /tmp, /var/tmp, /dev/shm and /run/netns,
+# and a world-writable scratch directory WORLD_SCRATCH in that /tmp for the stacks' logs. The world stands for
+# the host: what a stack leaves behind in it is theirs alone, and nothing else on the machine can pass for a
+# leftover or hide one. The tools and traces must not lie under those three directories (they would be hidden).
+WORLD_SCRATCH=/tmp/tmbench-scratch
+in_world() {
+  unshare --net --mount --pid --fork --mount-proc --propagation private -- bash -c '
+    set -e
+    ip link set lo up
+    # a default route, as a host has: pasta, the unprivileged path to the outside, needs a routable interface
+    ip link add tmbench0 type veth peer name tmbench1 && ip addr add 198.18.255.1/24 dev tmbench0
+    ip link set tmbench0 up && ip link set tmbench1 up
+    ip route add default via 198.18.255.254
+    for d in /tmp /var/tmp /dev/shm; do mount -t tmpfs -o mode=1777 tmbench "$d"; done
+    [ ! -d /run/netns ] || mount -t tmpfs tmbench /run/netns  # named namespaces: the world'"'"'s own
+    mkdir -m 1777 "$0"
+    exec "$@"' "$WORLD_SCRATCH" "$@"
+}
+
+# Checks what the endurance benchmarks need; USERS is root, tmtest or both.
+endurance_init() {
+  local users=$1 tool
+  [[ $(id -u) == 0 ]] || die "run as root (the benchmark's world needs namespaces of its own; see --help)"
+  for tool in iperf3 ip nft unshare setpriv ping "$PY"; do
+    command -v "$tool" >/dev/null || die "$tool is not installed"
+  done
+  for tool in tm-delay tm-loss tm-link; do
+    [[ -x $TM_BINDIR/$tool ]] || die "no $tool in $TM_BINDIR (build with make, or set TM_BINDIR)"
+  done
+  [[ -r $TRACES/Verizon-LTE-short.up ]] || die "no Verizon-LTE-short.up in $TRACES (set TRACES)"
+  case $users in
+    root | both | tmtest) ;;
+    *) die "--user takes root, tmtest or both" ;;
+  esac
+  [[ $users == root ]] || id tmtest >/dev/null 2>&1 ||
+    die "no user tmtest (tests/run creates it: useradd --create-home --shell /bin/sh tmtest)"
+  case $TM_BINDIR/ in
+    /tmp/* | /var/tmp/* | /dev/shm/*) die "TM_BINDIR must not lie under /tmp, /var/tmp or /dev/shm" ;;
+  esac
+}
