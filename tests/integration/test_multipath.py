@@ -54,15 +54,20 @@ def multipath(tools, *paths, outside=None, options=(), cmd):
     return argv + list(options) + ["--", *cmd]
 
 
-def departed_bytes(log, start_ms=None, end_ms=None):
-    """IP bytes that left the link a log describes (its "T - SIZE DELAY" lines), within [START_MS, END_MS)."""
+def logged_bytes(log, event, start_ms=None, end_ms=None):
+    """IP bytes of a link log's EVENT lines ("T + SIZE" arrivals, "T - SIZE DELAY" departures) in [START_MS,
+    END_MS)."""
     total = 0
     with open(log) as f:
         for line in f:
-            m = re.match(r"([\d.]+) - (\d+)", line)
+            m = re.match(r"([\d.]+) " + re.escape(event) + r" (\d+)", line)
             if m and (start_ms is None or start_ms <= float(m.group(1)) < end_ms):
                 total += int(m.group(2))
     return total
+
+
+def departed_bytes(log, start_ms=None, end_ms=None):
+    return logged_bytes(log, "-", start_ms, end_ms)
 
 
 def base_timestamp(log):
@@ -199,10 +204,12 @@ def onoff_trace(public_tmp, on_s, off_s, period_s):
 
 def test_mptcp_goes_on_over_the_other_path_while_one_is_off(who, tools, public_tmp):
     # Path 2 (20 Mbit/s) goes off from 4 s to 9 s of its trace; path 1 (10 Mbit/s) carries the transfer alone.
-    # The emulator's part: path 2 carries nothing while off, and path 1 stays full. The kernel's MPTCP then
-    # leaves a hole in the data for its retransmission timers (RTOs, then stale_loss_cnt of them before all of
-    # the dead subflow's data is sent again): the goodput over the 5 s, 73-80% of path 1's rate on the 2-core
-    # VM with the kernel's defaults, is held to 60% here (docs/ARCHITECTURE.md §4, "Several paths").
+    # The emulator's part: path 2 carries nothing while off, and path 1 carries what it is offered, up to its
+    # rate. The kernel's MPTCP then leaves a hole in the data for its retransmission timers (RTOs, then
+    # stale_loss_cnt of them before all of the dead subflow's data is sent again), and while the hole lasts the
+    # sender offers path 1 less than it could carry (one CI run: 7.76 Mbit/s of 10): the goodput over the 5 s,
+    # 73-80% of path 1's rate on the 2-core VM with the kernel's defaults, is held to 60% here
+    # (docs/ARCHITECTURE.md §4, "Several paths").
     trace = onoff_trace(public_tmp, 4, 5, 30)
     logs = [str(public_tmp / f"path{i}.down") for i in (1, 2)]
     paths = [f"{PATHS[0]},down-log={logs[0]}", f"trace={trace},delay={DELAYS[1]},down-log={logs[1]}"]
@@ -215,8 +222,11 @@ def test_mptcp_goes_on_over_the_other_path_while_one_is_off(who, tools, public_t
     received = lambda t: max((b for s, b in samples if s <= t), default=0)
     assert samples and samples[-1][0] >= on, f"the transfer ended before the outage did: {samples[-1:]}"
     assert departed_bytes(logs[1], off + 100, on) == 0, "path 2 carried data while off"
+    # From 1 s into the outage to its end; what the queue held at either end moves the two by under 10%.
     survivor = departed_bytes(logs[0], off + 1000, on) * 8 / 4
-    assert survivor >= 0.9 * RATES[0], f"path 1 carried {survivor / 1e6:.2f} Mbit/s of IP while path 2 was off"
+    offered = logged_bytes(logs[0], "+", off + 1000, on) * 8 / 4
+    assert survivor >= 0.9 * min(RATES[0], offered), \
+        f"path 1 carried {survivor / 1e6:.2f} Mbit/s of IP while path 2 was off, offered {offered / 1e6:.2f}"
     goodput = (received(on) - received(off)) * 8 / 5
     assert goodput >= 0.6 * RATES[0], f"{goodput / 1e6:.2f} Mbit/s of goodput over the outage"
 
