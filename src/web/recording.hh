@@ -3,6 +3,7 @@
 // protobuf RequestResponse per file, web/http_record.proto) and from HAR files. Format: docs/web-recording.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ struct Response {
   std::string reason;               // "OK"; empty where the recording has none (HTTP/2, HAR)
   std::vector<Header> headers;      // as the origin sent them, hop-by-hop ones included
   std::string body;                 // the payload as the origin sent it: content coding kept, chunking removed
+                                    // (from a HAR: decoded, and Content-Encoding, Content-Length and
+                                    // Transfer-Encoding are dropped from the headers)
 };
 
 enum class Scheme { kHttp, kHttps };
@@ -44,6 +47,9 @@ struct Exchange {
 struct Recording {
   std::string path;                 // the directory or HAR file it was read from
   std::vector<Exchange> exchanges;  // in the order read (files sorted by name; HAR entries in order)
+  // What a HAR file lacked, for the caller to say (a directory's count is always 0):
+  size_t missing_bodies = 0;        // entries kept with an empty body: the response had one, the file not
+  size_t skipped = 0;               // entries left out: no response (status 0), or not an http(s) URL
 };
 
 // Reads PATH: a tracemod or Mahimahi recording directory, or a HAR file (HAR 1.2, with content). Throws Error

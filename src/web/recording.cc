@@ -1,0 +1,82 @@
+#include "web/recording.hh"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "util/error.hh"
+#include "web/reading.hh"
+
+namespace tracemod::web {
+
+bool iequals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+const std::string* find_header(const std::vector<Header>& headers, const std::string& name) {
+  for (const Header& h : headers)
+    if (iequals(h.name, name)) return &h.value;
+  return nullptr;
+}
+
+std::string host_name(const std::string& authority) {
+  std::string name = authority;
+  if (!name.empty() && name[0] == '[') {
+    name = name.substr(1, name.find(']') - 1);  // "[2001:db8::1]:443"
+  } else if (std::count(name.begin(), name.end(), ':') == 1) {
+    name.erase(name.find(':'));  // "a.example:8080" (several colons: a bare IPv6 address)
+  }
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::string origin_form(const std::string& target) {
+  const size_t colon = target.find("://");
+  if (target.empty() || target[0] == '/' || colon == std::string::npos) return target;
+  const size_t end = target.find_first_of("/?#", colon + 3);
+  if (end == std::string::npos || target[end] == '#') return "/";
+  return target[end] == '/' ? target.substr(end) : "/" + target.substr(end);
+}
+
+Recording load_recording(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const std::string why = std::strerror(errno);
+    if (errno == ENOENT || errno == ENOTDIR) throw UsageError(path + ": " + why);
+    throw Error(path + ": " + why);
+  }
+  Recording recording;
+  recording.path = path;
+  if (S_ISDIR(st.st_mode)) {
+    read_directory(recording);
+  } else {
+    read_har(recording);
+  }
+  if (recording.exchanges.empty()) throw UsageError(path + ": no recorded exchanges");
+  return recording;
+}
+
+std::vector<Origin> origins(const Recording& recording) {
+  std::map<std::pair<std::string, uint16_t>, Origin> by_address;
+  for (const Exchange& e : recording.exchanges) {
+    auto [it, added] = by_address.try_emplace({e.address, e.port});
+    if (added) it->second = Origin{e.address, e.port, e.scheme, {}};  // the first exchange's scheme
+    if (!e.host.empty()) it->second.names.push_back(e.host);
+  }
+  std::vector<Origin> out;
+  for (auto& [key, origin] : by_address) {
+    std::sort(origin.names.begin(), origin.names.end());
+    origin.names.erase(std::unique(origin.names.begin(), origin.names.end()), origin.names.end());
+    out.push_back(std::move(origin));
+  }
+  return out;
+}
+
+}  // namespace tracemod::web
