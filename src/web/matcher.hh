@@ -2,7 +2,10 @@
 // after construction: one Matcher may serve any number of threads.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "web/recording.hh"
 
@@ -15,6 +18,10 @@ class Matcher {
   // without a port), with METHOD and TARGET (origin form); null if none matches.
   const Exchange* match(Scheme scheme, const std::string& address, uint16_t port, const std::string& host,
                         const std::string& method, const std::string& target) const;
+
+ private:
+  // RECORDING's exchanges by scheme, name, port, method and target up to its "?" (matcher.cc), in recording order.
+  std::unordered_map<std::string, std::vector<const Exchange*>> index_;
 };
 
 }  // namespace tracemod::web

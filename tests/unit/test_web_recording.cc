@@ -1,6 +1,6 @@
 // tm-webreplay's recordings: Mahimahi's own files (a committed sample encoded with Mahimahi's schema) and
 // tracemod's extensions, read alike; HAR files (decoded bodies, h2 pseudo-headers, IPv6, cache entries); what
-// the readers refuse, each message naming the file and the problem; and origins.
+// the readers refuse, each message naming the file and the problem; origins; and Mahimahi's matching rule.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 
 #include "util/error.hh"
 #include "web/http_record.pb.h"
+#include "web/matcher.hh"
 #include "web/recording.hh"
 
 namespace tracemod::web {
@@ -94,7 +95,7 @@ TEST(WebMahimahi, ReadsMahimahisFilesInNameOrderWithChunkingRemoved) {
   EXPECT_EQ(header(page.request.headers, "User-Agent"), "Mozilla/5.0");
   EXPECT_EQ(page.response.status, 200);
   EXPECT_EQ(page.response.reason, "OK");
-  EXPECT_EQ(page.response.body, "<html>hello</html>");  // two chunks, one with an extension
+  EXPECT_EQ(page.response.body, "<html>hello</html>");                       // two chunks, one with an extension
   EXPECT_EQ(header(page.response.headers, "Transfer-Encoding"), "chunked");  // as recorded: the server drops it
   EXPECT_EQ(r.exchanges[1].request.target, "/search?q=cats&page=2");
   EXPECT_EQ(r.exchanges[1].response.body, "{\"page\": two}");
@@ -161,10 +162,12 @@ TEST(WebMahimahi, RefusesAFileThatIsNoRecordNamingIt) {
   EXPECT_EQ(load_error(dir.path()), prefix + "no response");
   save(file, record("GET / HTTP/1.1", "HTTP/1.1 200 OK"));
   save(dir / "save.4", record("GET / HTTP/1.1", "ICY 200 OK"));
-  EXPECT_EQ(load_error(dir.path()).rfind(dir / "save.4: not a Mahimahi or tracemod record: status line 'ICY 200 OK': ", 0),
-            0u);
+  EXPECT_EQ(
+      load_error(dir.path()).rfind(dir / "save.4: not a Mahimahi or tracemod record: status line 'ICY 200 OK': ", 0),
+      0u);
   save(dir / "save.4", record("GET", "HTTP/1.1 200 OK"));
-  EXPECT_EQ(load_error(dir.path()).rfind(dir / "save.4: not a Mahimahi or tracemod record: request line 'GET': ", 0), 0u);
+  EXPECT_EQ(load_error(dir.path()).rfind(dir / "save.4: not a Mahimahi or tracemod record: request line 'GET': ", 0),
+            0u);
   pb::RequestResponse chunked = record("GET / HTTP/1.1", "HTTP/1.1 200 OK", "5\r\nab");
   auto* coding = chunked.mutable_response()->add_header();
   coding->set_key("Transfer-Encoding");
@@ -279,6 +282,95 @@ TEST(WebOrigins, OneOriginPerAddressAndPortWithItsNamesSortedOnce) {
   EXPECT_EQ(o[2].port, 443);
   EXPECT_EQ(o[2].scheme, Scheme::kHttps);
   EXPECT_EQ(o[2].names, std::vector<std::string>{"www.example.org"});  // two exchanges, one name
+}
+
+Exchange exchange(const std::string& method, const std::string& target, const std::string& body,
+                  const std::string& host = "a.example", Scheme scheme = Scheme::kHttps, uint16_t port = 443) {
+  Exchange e;
+  e.scheme = scheme;
+  e.host = host;
+  e.address = "192.0.2.1";
+  e.port = port;
+  e.request.method = method;
+  e.request.target = target;
+  e.response.body = body;
+  return e;
+}
+
+Recording matcher_recording() {
+  Recording r;
+  r.exchanges = {exchange("GET", "/", "home"),
+                 exchange("GET", "/s?q=cat&p=1", "cat 1"),
+                 exchange("GET", "/s?q=cat&p=2", "cat 2"),
+                 exchange("GET", "/s?q=dog", "dog"),
+                 exchange("GET", "/s", "no query"),
+                 exchange("POST", "/s?q=cat&p=1", "posted"),
+                 exchange("GET", "/s?q=cat", "cat"),
+                 exchange("GET", "/t?a", "first"),
+                 exchange("GET", "/t?b", "second"),
+                 exchange("GET", "/", "plain", "a.example", Scheme::kHttp, 80),
+                 exchange("GET", "/", "other port", "a.example", Scheme::kHttps, 8443)};
+  return r;
+}
+
+class WebMatcher : public testing::Test {
+ protected:
+  std::string body(const std::string& method, const std::string& target, const std::string& host = "a.example",
+                   Scheme scheme = Scheme::kHttps, uint16_t port = 443) const {
+    const Exchange* e = matcher_.match(scheme, "198.51.100.1", port, host, method, target);
+    return e ? e->response.body : "(none)";
+  }
+
+  const Recording recording_ = matcher_recording();
+  const Matcher matcher_{recording_};
+};
+
+TEST_F(WebMatcher, ExactRequestsFindTheirExchange) {
+  EXPECT_EQ(body("GET", "/"), "home");
+  EXPECT_EQ(body("GET", "/s?q=cat&p=2"), "cat 2");
+  EXPECT_EQ(body("POST", "/s?q=cat&p=1"), "posted");
+  EXPECT_EQ(body("GET", "/", "a.example", Scheme::kHttp, 80), "plain");
+  EXPECT_EQ(body("GET", "/", "a.example", Scheme::kHttps, 8443), "other port");
+}
+
+TEST_F(WebMatcher, AnotherQueryGetsTheLongestCommonPrefix) {
+  EXPECT_EQ(body("GET", "/s?q=cat&p=3"), "cat 1");  // ties with p=2: the first recorded wins
+  EXPECT_EQ(body("GET", "/s?q=do"), "dog");
+  EXPECT_EQ(body("GET", "/s?q=cat"), "cat");  // equal beats "/s?q=cat&p=1", which only extends it
+  EXPECT_EQ(body("GET", "/s?q=ca"), "cat 1");
+  EXPECT_EQ(body("GET", "/t?c"), "first");  // nothing in common after "?": the first
+  EXPECT_EQ(body("GET", "/s?"), "cat 1");
+}
+
+TEST_F(WebMatcher, WithOrWithoutAQueryMatchesOnlyItsKind) {
+  EXPECT_EQ(body("GET", "/s"), "no query");
+  EXPECT_EQ(body("GET", "/t"), "(none)");
+  EXPECT_EQ(body("GET", "/?x"), "(none)");
+}
+
+TEST_F(WebMatcher, MethodPathSchemeHostAndPortMustAgree) {
+  EXPECT_EQ(body("PUT", "/"), "(none)");
+  EXPECT_EQ(body("POST", "/s?q=dog"), "posted");  // method and path agree, the query is closest
+  EXPECT_EQ(body("GET", "/s/"), "(none)");
+  EXPECT_EQ(body("GET", "/", "b.example"), "(none)");
+  EXPECT_EQ(body("GET", "/", "a.example", Scheme::kHttp, 443), "(none)");
+  EXPECT_EQ(body("GET", "/", "a.example", Scheme::kHttps, 444), "(none)");
+}
+
+TEST_F(WebMatcher, NamesAreCaseInsensitiveAndAnAbsoluteTargetIsReduced) {
+  EXPECT_EQ(body("GET", "/s?q=dog", "A.Example"), "dog");
+  EXPECT_EQ(body("GET", "https://a.example/s?q=dog"), "dog");
+  EXPECT_EQ(body("get", "/"), "(none)");  // methods are case-sensitive
+}
+
+TEST(WebMatcherRecording, MatchesTheMahimahiSample) {
+  const Recording r = load_recording(kData + "/mahimahi-sample");
+  const Matcher m(r);
+  const Exchange* e = m.match(Scheme::kHttps, "93.184.216.34", 443, "www.example.org", "GET", "/search?q=dogs");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->source, kData + "/mahimahi-sample/save.Kk09Lm");
+  EXPECT_EQ(m.match(Scheme::kHttps, "93.184.216.34", 443, "www.example.org", "GET", "/search"), nullptr);
+  EXPECT_NE(m.match(Scheme::kHttp, "198.51.100.7", 80, "plain.example.net", "POST", "/form"), nullptr);
 }
 
 }  // namespace
