@@ -59,6 +59,9 @@ json parse_har(const std::string& path) {
     if (column != std::string::npos && why.find(": ", column) != std::string::npos)
       why = why.substr(why.find(": ", column) + 2);
     throw UsageError(path + ": line " + std::to_string(line) + ": " + why);
+  } catch (const json::exception& e) {  // a number too large for any type: no place given
+    const std::string why = e.what();
+    throw UsageError(path + ": not a HAR file: " + why.substr(why.find("] ") + 2));
   }
 }
 

@@ -91,6 +91,7 @@ Response read_response(const pb::HTTPMessage& m, bool head, const std::string& f
   parse_all(parser, m.first_line() + "\r\n" + framing + "\r\n" + m.body(), ec);
   if (!parser.is_header_done())
     throw not_a_record(file, "status line " + quote_text(m.first_line()) + ": " + ec.message());
+  if (ec == http::error::partial_message) throw not_a_record(file, "response body: cut short");
   if (ec) throw not_a_record(file, "response body: " + ec.message());
   r.status = static_cast<int>(parser.get().result_int());
   r.reason = std::string(parser.get().reason());

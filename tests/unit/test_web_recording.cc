@@ -173,7 +173,7 @@ TEST(WebMahimahi, RefusesAFileThatIsNoRecordNamingIt) {
   coding->set_key("Transfer-Encoding");
   coding->set_value("chunked");
   save(dir / "save.4", chunked);
-  EXPECT_EQ(load_error(dir.path()).rfind(dir / "save.4: not a Mahimahi or tracemod record: response body: ", 0), 0u);
+  EXPECT_EQ(load_error(dir.path()), dir / "save.4: not a Mahimahi or tracemod record: response body: cut short");
   pb::RequestResponse odd = record("GET / HTTP/1.1", "HTTP/1.1 200 OK");
   odd.set_protocol("h3");
   save(dir / "save.4", odd);
@@ -235,6 +235,8 @@ TEST(WebHar, RefusesABadFileNamingTheLineOrEntry) {
   const std::string har = dir / "site.har";
   write(har, "{\n  \"log\": {\n    \"entries\": [,]\n  }\n}\n");
   EXPECT_EQ(load_error(har).rfind(har + ": line 3: syntax error", 0), 0u) << load_error(har);
+  write(har, "{\"log\": 1e999999999999999999999}");
+  EXPECT_EQ(load_error(har), har + ": not a HAR file: number overflow parsing '1e999999999999999999999'");
   write(har, "{\"log\": {}}");
   EXPECT_EQ(load_error(har), har + ": not a HAR file: no log.entries");
   write(har, "{\"log\": {\"entries\": []}}");
