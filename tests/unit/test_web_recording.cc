@@ -190,7 +190,7 @@ TEST(WebRecording, AMissingPathOrAnEmptyRecordingIsAnError) {
 }
 
 TEST(WebHar, ReadsDecodedBodiesAndHttp2AsAServerReplaysThem) {
-  const std::string har = kData + "/site.har";
+  const std::string har = kData + "/handmade.har";
   const Recording r = load_recording(har);
   ASSERT_EQ(r.exchanges.size(), 4u);
   EXPECT_EQ(r.skipped, 1u);         // the blocked request (status 0)
@@ -272,7 +272,7 @@ TEST(WebHar, TakesTheHostFromTheUrlPastItsUserAndReadsWrappedBase64) {
 }
 
 TEST(WebOrigins, OneOriginPerAddressAndPortWithItsNamesSortedOnce) {
-  const std::vector<Origin> o = origins(load_recording(kData + "/site.har"));
+  const std::vector<Origin> o = origins(load_recording(kData + "/handmade.har"));
   ASSERT_EQ(o.size(), 3u);
   EXPECT_EQ(o[0].address, "2001:db8::1");
   EXPECT_EQ(o[0].port, 8080);
