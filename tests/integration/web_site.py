@@ -44,6 +44,16 @@ resolver_rules() (Chromium's --host-resolver-rules), curl_resolve(url) (curl's -
 /etc/hosts text), ca (the CA certificate, PEM, to trust), access_log() (what nginx served, one dict a
 request). build_site(directory) writes the content alone (no root, no nginx) and returns the same description.
 
+A fixture, for instance:
+
+    @pytest.fixture
+    def web_site(tmp_path):
+        with serving(tmp_path / "site") as site:  # the host's lo; netns=NAME for a namespace's
+            yield site
+
+(pytest's tmp_path is private to root: copy site.ca somewhere public for an unprivileged browser.) The
+recordings of this site that other programs made, and how, are in tests/data/web/ (README.md there).
+
 On the host, the IPv4 addresses carry the label lo:tmsite, so a leftover is recognizable; `python3
 web_site.py cleanup` removes leftovers (tmsite-labelled and fd77:: addresses on lo, tmsite-* namespaces).
 `python3 web_site.py serve [--dir D] [--netns NAME] [--no-ipv6]` serves until Ctrl-C;

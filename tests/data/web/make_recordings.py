@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
 """Makes tests/data/web/mahimahi-site/ (Mahimahi's own mm-webrecord, recording headless Chromium loading the
 test site) and tests/data/web/site.har (headless Chromium loading the site directly, its DevTools protocol
-events written as HAR 1.2, as "Save all as HAR with content" writes them). See README.md here.
+events written as HAR 1.2, as "Save all as HAR with content" writes them). README.md here says what came out.
 
-    make_recordings.py all [--out DIR]         as root: everything (needs Mahimahi's mm-webrecord and
-                                               mm-webreplay installed setuid root, and the user mmuser)
+    make_recordings.py all [--out DIR]     as root: everything (needs Mahimahi's mm-webrecord, mm-webreplay,
+                                           mm-replayserver and libmod_deepcgi installed, mm-* setuid root, the
+                                           user mmuser, chromium, nginx, apache2, dnsmasq)
     make_recordings.py load [--har FILE] [--rules RULES] URL...
-                                               the client: loads each URL in one fresh headless Chromium,
-                                               waiting until the page's title says "complete N"; with --har,
-                                               writes what the browser saw as HAR
+                                           the client: loads each URL in one fresh headless Chromium, waiting
+                                           until the page's title says "complete N" (or "incomplete: ...");
+                                           with --har, writes what the browser saw as HAR
+    make_recordings.py list [DIR]          one line per file of a Mahimahi directory (mahimahi-site/)
+    make_recordings.py check [DIR]         as root: Mahimahi's mm-replayserver answers each recorded request
+                                           with its recorded response?
+    make_recordings.py replay [DIR] [URL...]
+                                           as root: mm-webreplay's setup by hand (this kernel has no dummy
+                                           interfaces, which mm-webreplay needs), Chromium loading the pages
 
-`all` does, in a network namespace of its own (tmsite-PID-X: IPv4 forwarding on, as Mahimahi insists; the
-host is not touched), with the site of tests/integration/web_site.py serving in it (ipv6=False: Mahimahi's
-proxy is IPv4-only):
-  1. as mmuser: mm-webrecord REC python3 make_recordings.py load --rules RULES https://www.replay.test/
+`all` does, in a network namespace of its own (tmsite-PID-X: IPv4 forwarding on in it, as Mahimahi insists;
+the host is not touched):
+  1. the site of tests/integration/web_site.py, IPv4 only (Mahimahi's proxy is IPv4-only) and TLS 1.2 only
+     (Mahimahi's proxy hangs on a TLS 1.3 origin), then as mmuser:
+     mm-webrecord REC /usr/bin/python3 make_recordings.py load --rules RULES https://www.replay.test/
      http://www.replay.test/plain.html  (Chromium maps every name to its address itself: no DNS needed)
-  2. as mmuser: mm-webreplay REC python3 make_recordings.py load https://www.replay.test/ ...  (names from
-     mm-webreplay's own dnsmasq): the sanity check that Mahimahi replays what it recorded
-  3. as root: make_recordings.py load --har site.har --rules RULES (both pages, straight to the site: HTTP/2)
+  2. as mmuser: mm-webreplay REC ... (it fails here: no CONFIG_DUMMY), its outcome reported
+  3. the site again (TLS 1.2 and 1.3), and as root: make_recordings.py load --har site.har --rules RULES
+     (both pages, straight to the site: HTTP/2 over TLS for the first)
+  4. check and replay on the copied directory.
 Only the Mahimahi tools come from outside the project; nothing here is needed to run the tests.
 """
 import argparse
@@ -444,6 +453,25 @@ def read_record(path):
     return r
 
 
+def listing(directory):
+    """One line a file of a Mahimahi directory: scheme, ip:port, Host, first line, status, framing, encoding,
+    body bytes as stored, and the file's name (sorted by Host and first line)."""
+    rows = []
+    for name in sorted(os.listdir(directory)):
+        r = read_record(os.path.join(directory, name))
+        rq, rs = r["request"], r["response"]
+
+        def h(m, key):
+            return next((v.decode() for k, v in m["headers"] if k.lower() == key), "")
+
+        framing = "chunked" if h(rs, b"transfer-encoding") == "chunked" else f"length {h(rs, b'content-length')}"
+        rows.append((h(rq, b"host"), rq["first_line"].decode(),
+                     f"{r['scheme']:5} {r['ip']}:{r['port']:<5} {h(rq, b'host'):21} {rq['first_line'].decode():33} "
+                     f"{rs['first_line'].decode().split(' ', 1)[1]:19} {framing:12} {h(rs, b'content-encoding') or '-':5} "
+                     f"{len(rs['body']):6} {name}"))
+    return [r[2] for r in sorted(rows)]
+
+
 def _wire(m):
     """A message as Mahimahi's HTTPMessage::str() writes it."""
     return m["first_line"] + b"\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in m["headers"]) + b"\r\n" + m["body"]
@@ -618,6 +646,8 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("all")
     a.add_argument("--out", default=HERE)
+    ls = sub.add_parser("list")
+    ls.add_argument("dir", nargs="?", default=os.path.join(HERE, "mahimahi-site"))
     c = sub.add_parser("check")
     c.add_argument("dir", nargs="?", default=os.path.join(HERE, "mahimahi-site"))
     rp = sub.add_parser("replay")
@@ -635,6 +665,10 @@ def main():
         titles = replay_by_hand(args.dir, args.urls or ["https://www.replay.test/", "http://www.replay.test/plain.html"])
         print(f"replayed (mm-webreplay's setup by hand): {titles}")
         return 0 if titles and all(t.startswith("complete") for t in titles) else 1
+    if args.cmd == "list":
+        for line in listing(args.dir):
+            print(line)
+        return 0
     if args.cmd == "check":
         matched, total = replayserver_check(args.dir)
         print(f"mm-replayserver answered {matched} of {total} recorded requests with the recorded response")
