@@ -74,6 +74,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -434,17 +435,17 @@ class Site:
         return ", ".join(f"MAP {n} {'[' + a[0] + ']' if ':' in a[0] else a[0]}" for n, a in self.names().items())
 
     def curl_resolve(self, url=None) -> List[str]:
-        """curl's --resolve options for URL's host and port (every name and port without URL)."""
+        """curl's --resolve options for URL's host and port (for every name and port without URL)."""
+        want = None
+        if url:
+            u = urllib.parse.urlsplit(url)
+            want = (u.hostname, u.port or (443 if u.scheme == "https" else 80))
         out = []
         for o in self.origins:
             addr = f"[{o.address}]" if ":" in o.address else o.address
             for p in o.https_ports + o.http_ports:
-                out += ["--resolve", f"{o.name}:{p}:{addr}"]
-        if url:
-            from urllib.parse import urlsplit
-            u = urlsplit(url)
-            port = u.port or (443 if u.scheme == "https" else 80)
-            out = [x for i in range(0, len(out), 2) for x in out[i:i + 2] if out[i + 1].startswith(f"{u.hostname}:{port}:")]
+                if want is None or want == (o.name, p):
+                    out += ["--resolve", f"{o.name}:{p}:{addr}"]
         return out
 
     def hosts(self) -> str:

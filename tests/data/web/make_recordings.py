@@ -44,6 +44,7 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MM_USER = "mmuser"
+PAGES = ["https://www.replay.test/", "http://www.replay.test/plain.html"]
 MM_REPLAYSERVER = shutil.which("mm-replayserver", path="/usr/local/bin:/usr/bin") or "/usr/local/bin/mm-replayserver"
 CHROMIUM_FLAGS = [  # as tracemod_run's browser workload: nothing but the page reaches the network
     "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
@@ -467,7 +468,8 @@ def listing(directory):
         framing = "chunked" if h(rs, b"transfer-encoding") == "chunked" else f"length {h(rs, b'content-length')}"
         rows.append((h(rq, b"host"), rq["first_line"].decode(),
                      f"{r['scheme']:5} {r['ip']}:{r['port']:<5} {h(rq, b'host'):21} {rq['first_line'].decode():33} "
-                     f"{rs['first_line'].decode().split(' ', 1)[1]:19} {framing:12} {h(rs, b'content-encoding') or '-':5} "
+                     f"{rs['first_line'].decode().split(' ', 1)[1]:19} {framing:12} "
+                     f"{h(rs, b'content-encoding') or '-':5} "
                      f"{len(rs['body']):6} {name}"))
     return [r[2] for r in sorted(rows)]
 
@@ -566,7 +568,8 @@ def replay_by_hand(directory, urls):
                     f.write("LoadModule ssl_module /usr/lib/apache2/modules/mod_ssl.so\nSSLEngine on\n"
                             "SSLCertificateFile      /etc/ssl/certs/ssl-cert-snakeoil.pem\n"
                             "SSLCertificateKeyFile /etc/ssl/private/ssl-cert-snakeoil.key\n")
-                f.write(f"PidFile {work}/apache-{ip}-{port}.pid\nServerName mahimahi.\nErrorLog {work}/apache-error.log\n"
+                f.write(f"PidFile {work}/apache-{ip}-{port}.pid\nServerName mahimahi.\n"
+                        f"ErrorLog {work}/apache-error.log\n"
                         f"CustomLog {work}/apache-access.log common\nUser #{mm.pw_uid}\nGroup #{mm.pw_gid}\n"
                         f"Listen {ip}:{port}")
             r = run(nsexec + ["/usr/sbin/apache2", "-f", conf, "-k", "start"], capture_output=True, text=True)
@@ -602,7 +605,7 @@ def make_all(out):
     sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
     import web_site
 
-    urls = ["https://www.replay.test/", "http://www.replay.test/plain.html"]
+    urls = PAGES
     expect = [f"complete {web_site.PAGE_OBJECTS}", "complete 2"]
     work = tempfile.mkdtemp(prefix="tmsite-rec-")
     os.chmod(work, 0o755)
@@ -662,7 +665,7 @@ def main():
         make_all(args.out)
         return 0
     if args.cmd == "replay":
-        titles = replay_by_hand(args.dir, args.urls or ["https://www.replay.test/", "http://www.replay.test/plain.html"])
+        titles = replay_by_hand(args.dir, args.urls or PAGES)
         print(f"replayed (mm-webreplay's setup by hand): {titles}")
         return 0 if titles and all(t.startswith("complete") for t in titles) else 1
     if args.cmd == "list":
