@@ -188,8 +188,8 @@ void Outside::connect(const std::vector<LinkPlan>& plans, Netlink& p_nl) {
 }
 
 void Outside::start_command(CommandSpec spec) {
-  if (options_.command.empty()) return;
-  spec.argv = {"/bin/sh", "-c", options_.command};
+  if (options_.command.empty() && options_.argv.empty()) return;
+  spec.argv = options_.argv.empty() ? std::vector<std::string>{"/bin/sh", "-c", options_.command} : options_.argv;
   command_ = std::make_unique<OuterCommand>(std::move(spec));
   if (options_.command_wait > 0 && !command_->wait_until_listening(options_.command_wait))
     std::cerr << tool_ << ": the --outside command opened no listening socket within "

@@ -40,6 +40,7 @@ struct OutsideOptions {
   Path path = Path::kAuto;                   // --pasta, --isolated
   bool forwarding = false;                   // --forwarding: turn the host's forwarding on for the kernel path
   std::string command;                       // --outside CMD
+  std::vector<std::string> argv;             // or a program run as is (tm-webreplay's servers), not with sh -c
   Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen
 };
 

@@ -128,6 +128,7 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
     const std::string name = "TM_PATH" + std::to_string(i + 1);
     set.insert(set.end(), {{name, ks.paths[i].plan.inner4}, {name + "_6", ks.paths[i].plan.inner6}});
   }
+  set.insert(set.end(), o.environment.begin(), o.environment.end());
   set_prompt(set, o.prompt_tag, depth, shell);
   add_identity(set, id);
   return merged_environment(set);
@@ -167,6 +168,13 @@ void configure_outer_ends(Netlink& nl, const Links& ks) {
     const LinkPlan& p = k.plan;
     nl.configure_end({p.outer_ifname, p.outer4, p.outer6, p.inner4, p.inner6, p.inner_mac}, false);
   }
+}
+
+// tm-webreplay's recorded origins: local addresses of P on the link's own outer end, so they go with it.
+void add_far_addresses(Netlink& nl, const LinkPlan& plan, const std::vector<std::string>& addresses) {
+  for (const std::string& a : addresses)
+    if (a != plan.outer4 && a != plan.outer6)
+      nl.add_address(plan.outer_ifname, a + (a.find(':') == std::string::npos ? "/32" : "/128"));
 }
 
 // Path I's own routing table: what is sent from its addresses leaves by it, whatever the main table says.
@@ -252,7 +260,8 @@ CommandSpec command_spec(const ShellOptions& o, const Identity& id, const Links&
   spec.identity = id;
   spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(spec.identity)} : o.command;
   spec.env = command_environment(o, spec.identity, ks, depth, spec.argv[0]);
-  spec.resolv_conf = outside.resolv_conf();
+  spec.resolv_conf =
+      o.far_dns ? "nameserver " + ks.paths[o.default_path].plan.outer4 + "\n" : outside.resolv_conf();
   return spec;
 }
 
@@ -348,6 +357,7 @@ int run_shell(const ShellOptions& o, const std::vector<QueueFactory>& paths) {
   const pid_t init = make_command_namespace(ks, spec, home, go);
   wire_link_namespace(ks, home);
   configure_outer_ends(p_nl, ks);
+  add_far_addresses(p_nl, ks.paths[o.default_path].plan, o.far_addresses);
   configure_command_end(ks, o, home);
   outside.connect(plans(ks), p_nl);
   // P0 is ours: an --outside far end there accepts a subflow per path (the kernel's default is 2).

@@ -33,6 +33,12 @@ struct ShellOptions {
   // enabled, each path's addresses subflow endpoints.
   bool multipath = false;
   size_t default_path = 0;
+  // tm-webreplay: the far side of the link. FAR_ADDRESSES go on the link's outer end in P (gone with the link,
+  // SIGKILL included) before the outside program (its servers) starts; with FAR_DNS the command's
+  // /etc/resolv.conf names $TM_OUTER, where those servers answer DNS.
+  std::vector<std::string> far_addresses;
+  bool far_dns = false;
+  std::vector<std::pair<std::string, std::string>> environment;  // more variables for the command
   std::vector<std::shared_ptr<RecordFile>> logs;  // the tool's logs: what they could not write is reported at exit
 };
 

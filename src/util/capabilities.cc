@@ -10,8 +10,9 @@
 namespace tracemod {
 namespace {
 
-// NET_ADMIN: links, addresses, firewall; SYS_ADMIN: namespaces and /proc mounts; NET_RAW: AF_PACKET and ping.
-const cap_value_t kNestingCaps[] = {CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW};
+// NET_ADMIN: links, addresses, firewall; SYS_ADMIN: namespaces and /proc mounts; NET_RAW: AF_PACKET and ping;
+// NET_BIND_SERVICE: ports below 1024 (tm-webreplay's servers on 80, 443 and 53; an --outside web server).
+const cap_value_t kNestingCaps[] = {CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE};
 
 struct CapFree {
   void operator()(cap_t c) const { cap_free(c); }
