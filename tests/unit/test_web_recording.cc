@@ -1,6 +1,7 @@
-// tm-webreplay's recordings: Mahimahi's own files (a committed sample encoded with Mahimahi's schema) and
-// tracemod's extensions, read alike; HAR files (decoded bodies, h2 pseudo-headers, IPv6, cache entries); what
-// the readers refuse, each message naming the file and the problem; origins; and Mahimahi's matching rule.
+// tm-webreplay's recordings: Mahimahi's own files (a sample encoded with Mahimahi's schema, and a site recorded
+// by mm-webrecord itself, checked against Chromium's HAR of the same site) and tracemod's extensions, read
+// alike; HAR files (decoded bodies, h2 pseudo-headers, IPv6, cache entries); what the readers refuse, each
+// message naming the file and the problem; origins; and Mahimahi's matching rule.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -284,6 +285,77 @@ TEST(WebOrigins, OneOriginPerAddressAndPortWithItsNamesSortedOnce) {
   EXPECT_EQ(o[2].port, 443);
   EXPECT_EQ(o[2].scheme, Scheme::kHttps);
   EXPECT_EQ(o[2].names, std::vector<std::string>{"www.example.org"});  // two exchanges, one name
+}
+
+// The recordings of tests/data/web/README.md: one site, by Mahimahi's mm-webrecord and by Chromium.
+const Exchange* find(const Recording& r, Scheme scheme, const std::string& host, uint16_t port,
+                     const std::string& target) {
+  for (const Exchange& e : r.exchanges)
+    if (e.scheme == scheme && e.host == host && e.port == port && e.request.target == target) return &e;
+  return nullptr;
+}
+
+TEST(WebRealRecording, MahimahisRecordingOfTheSiteMatchesChromiumsHar) {
+  const Recording mm = load_recording(kData + "/mahimahi-site");
+  const Recording har = load_recording(kData + "/site.har");
+  ASSERT_EQ(mm.exchanges.size(), 42u);
+  ASSERT_EQ(har.exchanges.size(), 42u);
+  EXPECT_EQ(har.skipped + har.missing_bodies, 0u);
+  size_t chunked = 0, identical = 0;
+  for (const Exchange& e : mm.exchanges) {
+    EXPECT_EQ(e.protocol, "http/1.1");  // Mahimahi's proxy offers no ALPN
+    const Exchange* h = find(har, e.scheme, e.host, e.port, e.request.target);
+    ASSERT_NE(h, nullptr) << e.source;
+    EXPECT_EQ(e.response.status, h->response.status) << e.source;
+    if (header(e.response.headers, "Transfer-Encoding") == "chunked") {
+      ++chunked;  // nginx's gzip on the fly: the chunking is gone, the gzip stays (gzip's magic first)
+      EXPECT_EQ(e.response.body.substr(0, 2), "\x1f\x8b") << e.source;
+    } else if (header(e.response.headers, "Content-Encoding") == "(none)" && e.response.status == 200) {
+      ++identical;
+      EXPECT_EQ(e.response.body, h->response.body) << e.source;
+    }
+  }
+  EXPECT_EQ(chunked, 14u);
+  EXPECT_GE(identical, 20u);  // the PNGs and the font at least
+}
+
+TEST(WebRealRecording, AnOriginOnItsOwnPortIsFoundByNameAndPort) {
+  const Recording mm = load_recording(kData + "/mahimahi-site");
+  const Exchange* plain = find(mm, Scheme::kHttp, "api.replay.test", 8080, "/api/plain.js");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(header(plain->request.headers, "Host"), "api.replay.test:8080");
+  const Matcher m(mm);
+  EXPECT_EQ(m.match(Scheme::kHttp, "10.77.0.3", 8080, "api.replay.test", "GET", "/api/plain.js"), plain);
+  EXPECT_EQ(m.match(Scheme::kHttp, "10.77.0.3", 80, "api.replay.test", "GET", "/api/plain.js"), nullptr);
+  for (const Exchange& e : mm.exchanges)
+    EXPECT_EQ(m.match(e.scheme, e.address, e.port, e.host, e.request.method, e.request.target), &e) << e.source;
+  const Exchange* id3 = m.match(Scheme::kHttps, "10.77.0.3", 443, "api.replay.test", "GET", "/api/data?id=3");
+  const Exchange* id4 = m.match(Scheme::kHttps, "10.77.0.3", 443, "api.replay.test", "GET", "/api/data?id=4");
+  ASSERT_TRUE(id3 && id4);
+  EXPECT_NE(id3->response.body, id4->response.body);
+  const std::vector<Origin> o = origins(mm);
+  ASSERT_EQ(o.size(), 6u);
+  EXPECT_EQ(o[3].address, "10.77.0.2");
+  EXPECT_EQ(o[3].port, 443);
+  EXPECT_EQ(o[3].names, (std::vector<std::string>{"img.replay.test", "static.replay.test"}));
+}
+
+TEST(WebRealRecording, ChromiumsHarIsHttp2WithDecodedBodies) {
+  const Recording har = load_recording(kData + "/site.har");
+  for (const Exchange& e : har.exchanges) {
+    EXPECT_EQ(e.protocol, e.scheme == Scheme::kHttps ? "h2" : "http/1.1") << e.source;
+    EXPECT_NE(header(e.request.headers, "Host"), "(none)") << e.source;
+    for (const Header& h : e.request.headers) EXPECT_NE(h.name[0], ':') << e.source;
+    EXPECT_EQ(header(e.response.headers, "content-encoding"), "(none)") << e.source;
+  }
+  const Exchange* page = find(har, Scheme::kHttps, "www.replay.test", 443, "/");
+  ASSERT_NE(page, nullptr);
+  EXPECT_EQ(page->address, "10.77.0.1");
+  EXPECT_NE(page->response.body.find("<html"), std::string::npos);
+  const Exchange* moved = find(har, Scheme::kHttps, "www.replay.test", 443, "/old/logo.png");
+  ASSERT_NE(moved, nullptr);
+  EXPECT_EQ(moved->response.status, 301);
+  EXPECT_EQ(header(moved->response.headers, "location"), "https://img.replay.test/img/logo.png");
 }
 
 Exchange exchange(const std::string& method, const std::string& target, const std::string& body,
