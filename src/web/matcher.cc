@@ -3,9 +3,10 @@
 // only recorded ones with a query, and one without only those without); of the candidates, the one whose
 // request line shares the longest prefix with the request's wins, the first on a tie (in Mahimahi, readdir's
 // order; here, the recording's). Mahimahi compares neither the address nor the port the request arrived at,
-// only the Host header (its port included: here, the port the request arrived at stands for it). Where tracemod
-// departs (docs/web-recording.md, "Matching"): the HTTP version is not compared (an h2 request matches an
-// HTTP/1.1 recording), nor is User-Agent, and names are compared regardless of case.
+// only the Host header (its port included; here, the port the request arrived at stands for it, and an origin on
+// a port of its own replays, which in Mahimahi it does not). Where tracemod departs (docs/web-recording.md,
+// "Matching"): the HTTP version is not compared (an h2 request matches an HTTP/1.1 recording), nor is
+// User-Agent, and names are compared regardless of case.
 #include "web/matcher.hh"
 
 #include <algorithm>
