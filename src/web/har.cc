@@ -199,8 +199,20 @@ Request read_request(const json& request, const std::string& protocol, const Url
   return r;
 }
 
-// Entry N of the file (from 1) as an exchange, or false if it is none the replay could serve.
-bool read_entry(const json& entry, const Where& where, Recording& recording, Exchange& e) {
+Response read_response(const json& response, int status, const std::string& method, const Where& where,
+                       size_t& missing) {
+  Response r;
+  r.status = status;
+  r.reason = string_at(response, "statusText", "response.statusText", where);
+  r.headers = read_headers(response, "response", where);
+  drop_pseudo_headers(r.headers, false);
+  drop_framing_headers(r.headers);
+  r.body = read_content(response, status, method, where, missing);
+  return r;
+}
+
+// ENTRY as an exchange, or false if it is none the replay could serve; counts in MISSING a body not saved.
+bool read_entry(const json& entry, const Where& where, size_t& missing, Exchange& e) {
   const json& request = object_at(entry, "request", "request", where);
   const json& response = object_at(entry, "response", "response", where);
   const std::string url_text = string_at(request, "url", "request.url", where, true);
@@ -217,12 +229,7 @@ bool read_entry(const json& entry, const Where& where, Recording& recording, Exc
   e.host = host_name(host ? *host : url.authority);
   e.address = string_at(entry, "serverIPAddress", "serverIPAddress", where);
   if (!e.address.empty() && e.address.front() == '[') e.address = e.address.substr(1, e.address.size() - 2);
-  e.response.status = status;
-  e.response.reason = string_at(response, "statusText", "response.statusText", where);
-  e.response.headers = read_headers(response, "response", where);
-  drop_pseudo_headers(e.response.headers, false);
-  drop_framing_headers(e.response.headers);
-  e.response.body = read_content(response, status, e.request.method, where, recording.missing_bodies);
+  e.response = read_response(response, status, e.request.method, where, missing);
   e.source = where.text;
   return true;
 }
@@ -249,7 +256,7 @@ void read_har(Recording& recording) {
   for (size_t i = 0; i < entries->size(); ++i) {
     const Where where{recording.path + ": entry " + std::to_string(i + 1)};
     Exchange e;
-    if (read_entry((*entries)[i], where, recording, e)) {
+    if (read_entry((*entries)[i], where, recording.missing_bodies, e)) {
       recording.exchanges.push_back(std::move(e));
     } else {
       ++recording.skipped;
