@@ -33,6 +33,7 @@ class ReplayServer {
   // response's last byte written to the socket), for benchmarks.
   void keep_service_times(bool on) { keep_times_ = on; }
   const std::vector<int64_t>& service_times_ns() const { return times_; }
+  void clear_service_times() { times_.clear(); }
 
   // Used by the connections.
   struct Served {
