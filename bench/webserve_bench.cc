@@ -5,14 +5,14 @@
 // Writes BODY_FILE (one object's body) and a leaf certificate and key for the baseline server to serve with.
 //
 // usage: bench/webserve_bench DIR PORT ORIGINS OBJECTS SIZE    (files go to DIR: ca/, ready, body, leaf.pem, leaf.key)
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -86,8 +86,7 @@ int main(int argc, char** argv) {
               << recording.exchanges.size() << std::endl;
     const Clock::time_point t1 = Clock::now();
     for (int i = 0; i < 100; ++i) ca.leaf("leaf" + std::to_string(i) + ".bench.test");
-    std::cout << "leaf_us " << std::chrono::duration<double, std::micro>(Clock::now() - t1).count() / 100
-              << std::endl;
+    std::cout << "leaf_us " << std::chrono::duration<double, std::micro>(Clock::now() - t1).count() / 100 << std::endl;
     std::ofstream(dir + "/body", std::ios::binary) << recording.exchanges[0].response.body;
     std::ofstream(dir + "/leaf.pem") << webserve::pem(ca.leaf("127.0.1.1")) << webserve::pem(ca.certificate());
     std::ofstream(dir + "/leaf.key") << webserve::pem(ca.leaf_key());

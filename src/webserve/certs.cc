@@ -1,5 +1,6 @@
 #include "webserve/certs.hh"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -8,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <cstdio>
 
@@ -95,7 +95,9 @@ X509Ptr new_certificate(const std::string& subject_cn, EVP_PKEY* key, long days)
   return x;
 }
 
-void sign(X509* x, EVP_PKEY* key) { check_ssl(X509_sign(x, key, EVP_sha256()) > 0, "signing a certificate"); }
+void sign(X509* x, EVP_PKEY* key) {
+  check_ssl(X509_sign(x, key, EVP_sha256()) > 0, "signing a certificate");
+}
 
 bool is_ip_literal(const std::string& name) {
   unsigned char buf[16];
@@ -157,7 +159,9 @@ PkeyPtr read_key(const std::string& path) {
   return key;
 }
 
-bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+bool exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
 
 }  // namespace
 
@@ -169,8 +173,7 @@ std::string pem(X509* cert) {
 
 std::string pem(EVP_PKEY* key) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  check_ssl(bio && PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1,
-            "PEM key");
+  check_ssl(bio && PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1, "PEM key");
   return bio_text(bio.get());
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 #include "util/error.hh"
 
@@ -12,6 +14,7 @@ namespace {
 
 namespace asio = boost::asio;
 using udp = asio::ip::udp;
+using tcp = asio::ip::tcp;
 
 constexpr uint32_t kTtl = 60;
 
@@ -63,6 +66,64 @@ std::string wire(const ldns_pkt* p) {
   return out;
 }
 
+// DNS over TCP: each message behind its two-byte length, answered in turn until the client closes.
+class TcpSession : public std::enable_shared_from_this<TcpSession> {
+ public:
+  TcpSession(tcp::socket socket, const DnsResponder& dns) : socket_(std::move(socket)), dns_(dns) {}
+
+  void read() {
+    asio::async_read(socket_, asio::buffer(length_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
+      if (ec) return;
+      self->message_.resize(self->length_[0] << 8 | self->length_[1]);
+      asio::async_read(self->socket_, asio::buffer(self->message_), [self](boost::system::error_code e, size_t) {
+        if (!e) self->answer();
+      });
+    });
+  }
+
+ private:
+  void answer() {
+    const std::string reply = dns_.reply(message_);
+    if (reply.empty()) return;
+    out_ = {static_cast<char>(reply.size() >> 8), static_cast<char>(reply.size() & 0xff)};
+    out_ += reply;
+    asio::async_write(socket_, asio::buffer(out_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
+      if (!ec) self->read();
+    });
+  }
+
+  tcp::socket socket_;
+  const DnsResponder& dns_;
+  std::array<uint8_t, 2> length_{};
+  std::string message_, out_;
+};
+
+std::string where(const char* protocol, const asio::ip::address& ip, uint16_t port) {
+  return std::string("DNS: listen on ") + protocol + " " + ip.to_string() + " port " + std::to_string(port);
+}
+
+udp::socket bound_udp(asio::io_context& io, const asio::ip::address& ip, uint16_t port) {
+  boost::system::error_code ec;
+  udp::socket s(io);
+  s.open(ip.is_v6() ? udp::v6() : udp::v4(), ec);
+  if (!ec && ip.is_v6()) s.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) s.bind({ip, port}, ec);
+  if (ec) throw Error(where("UDP", ip, port) + ": " + ec.message());
+  return s;
+}
+
+tcp::acceptor listening_tcp(asio::io_context& io, const asio::ip::address& ip, uint16_t port) {
+  boost::system::error_code ec;
+  tcp::acceptor a(io);
+  a.open(ip.is_v6() ? tcp::v6() : tcp::v4(), ec);
+  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && ip.is_v6()) a.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) a.bind({ip, port}, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw Error(where("TCP", ip, port) + ": " + ec.message());
+  return a;
+}
+
 }  // namespace
 
 struct DnsResponder::Socket {
@@ -87,16 +148,22 @@ DnsResponder::~DnsResponder() = default;
 
 void DnsResponder::listen(const std::string& address, uint16_t port) {
   boost::system::error_code ec;
-  const asio::ip::address a = asio::ip::make_address(address, ec);
+  const asio::ip::address ip = asio::ip::make_address(address, ec);
   if (ec) throw Error("DNS: '" + address + "' is not an IP address");
-  const udp::endpoint at{a, port};
-  auto s = std::make_unique<Socket>(Socket{udp::socket{io_}, {}, {}});
-  s->socket.open(at.protocol(), ec);
-  if (!ec && a.is_v6()) s->socket.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) s->socket.bind(at, ec);
-  if (ec) throw Error("DNS: listen on " + address + " port " + std::to_string(port) + ": " + ec.message());
+  auto s = std::make_unique<Socket>(Socket{bound_udp(io_, ip, port), {}, {}});
+  auto acceptor = std::make_unique<tcp::acceptor>(listening_tcp(io_, ip, port));
   receive(*s);
   sockets_.push_back(std::move(s));
+  accept(*acceptor);
+  acceptors_.push_back(std::move(acceptor));
+}
+
+void DnsResponder::accept(tcp::acceptor& a) {
+  a.async_accept([this, &a](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) std::make_shared<TcpSession>(std::move(socket), *this)->read();
+    accept(a);
+  });
 }
 
 void DnsResponder::receive(Socket& s) {

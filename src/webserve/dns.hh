@@ -1,8 +1,9 @@
 // The replay's DNS: every name of the recording resolves to the addresses recorded for it, every other name
-// does not exist. UDP, on the replay server's io_context.
+// does not exist. UDP and TCP, on the replay server's io_context.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <cstdint>
@@ -21,7 +22,7 @@ class DnsResponder {
   DnsResponder(boost::asio::io_context& io, const std::vector<web::Origin>& origins);
   ~DnsResponder();
 
-  // Binds UDP ADDRESS:PORT and answers there; throws Error naming the address that fails.
+  // Binds UDP and TCP ADDRESS:PORT and answers there; throws Error naming the address that fails.
   void listen(const std::string& address, uint16_t port);
   size_t name_count() const { return names_.size(); }
 
@@ -31,10 +32,12 @@ class DnsResponder {
  private:
   struct Socket;
   void receive(Socket& s);
+  void accept(boost::asio::ip::tcp::acceptor& a);
 
   boost::asio::io_context& io_;
   std::map<std::string, std::vector<boost::asio::ip::address>> names_;
   std::vector<std::unique_ptr<Socket>> sockets_;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::acceptor>> acceptors_;
 };
 
 }  // namespace tracemod::webserve

@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 struct Stream {
   std::string method, path, authority, host;
   ReplayServer::Served served{};
-  size_t offset = 0;                   // of the body sent so far
+  size_t offset = 0;                       // of the body sent so far
   std::vector<std::string> names, values;  // the response's headers, lower-cased: nghttp2 copies them
   Clock::time_point start;
 };
@@ -69,10 +69,14 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
     if (!s) return 0;
     const std::string_view n(reinterpret_cast<const char*>(name), namelen);
     std::string v(reinterpret_cast<const char*>(value), valuelen);
-    if (n == ":method") s->method = std::move(v);
-    else if (n == ":path") s->path = std::move(v);
-    else if (n == ":authority") s->authority = std::move(v);
-    else if (n == "host") s->host = std::move(v);
+    if (n == ":method")
+      s->method = std::move(v);
+    else if (n == ":path")
+      s->path = std::move(v);
+    else if (n == ":authority")
+      s->authority = std::move(v);
+    else if (n == "host")
+      s->host = std::move(v);
     return 0;
   }
 

@@ -1,6 +1,5 @@
 #include "webserve/server.hh"
 
-#include <nghttp2/nghttp2.h>
 #include <openssl/ssl.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kRequestBodyLimit = 64 << 20;
 
 const std::string kNotFound = "not in the recording\n";
+const std::string kUnservable = "the recording has no valid status for this request\n";
 
 using detail::is_hop_by_hop;
 using detail::lower;
@@ -67,6 +67,25 @@ int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsign
   return SSL_TLSEXT_ERR_OK;
 }
 
+using Response = http::response<http::span_body<const char>>;
+
+// The recorded response as HTTP/1.1: its headers but a Content-Length of the stored body (stored without its
+// chunking) in place of theirs; the body by reference, not copied.
+void fill(Response& res, const ReplayServer::Served& s, bool head) {
+  res = {};
+  res.version(11);
+  res.result(s.status);
+  if (s.headers) {
+    for (const web::Header& h : *s.headers)
+      if (!h.name.empty() && h.name[0] != ':' && !is_hop_by_hop(lower(h.name))) res.insert(h.name, h.value);
+  } else {
+    res.set(http::field::content_type, "text/plain");
+  }
+  const bool bodiless = s.status / 100 == 1 || s.status == 204 || s.status == 304;
+  if (!bodiless) res.set(http::field::content_length, std::to_string(s.body->size()));
+  if (!head && !bodiless) res.body() = {s.body->data(), s.body->size()};
+}
+
 // HTTP/1.1 over a TCP socket or a TLS stream: Beast reads each request and writes the recorded response.
 template <class Stream>
 class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
@@ -86,23 +105,10 @@ class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
     if (ec) return close();
     start_ = Clock::now();
     const http::request<http::string_body>& req = parser_->get();
-    const bool head = req.method() == http::verb::head;
-    const ReplayServer::Served s = server_.answer(scheme_, local_, host_without_port(std::string(req[http::field::host])),
-                                                  std::string(req.method_string()), std::string(req.target()));
-    res_ = {};
-    res_.version(11);
-    res_.result(s.status);
-    if (s.headers) {
-      for (const web::Header& h : *s.headers)
-        if (h.name.empty() || h.name[0] != ':') {
-          if (!is_hop_by_hop(lower(h.name))) res_.insert(h.name, h.value);
-        }
-    } else {
-      res_.set(http::field::content_type, "text/plain");
-    }
-    const bool bodiless = s.status / 100 == 1 || s.status == 204 || s.status == 304;
-    if (!bodiless) res_.set(http::field::content_length, std::to_string(s.body->size()));
-    if (!head && !bodiless) res_.body() = {s.body->data(), s.body->size()};
+    const std::string host = host_without_port(std::string(req[http::field::host]));
+    const ReplayServer::Served s =
+        server_.answer(scheme_, local_, host, std::string(req.method_string()), std::string(req.target()));
+    fill(res_, s, req.method() == http::verb::head);
     res_.keep_alive(req.keep_alive());
     http::async_write(*stream_, res_,
                       [self = this->shared_from_this()](beast::error_code e, size_t) { self->on_write(e); });
@@ -126,7 +132,7 @@ class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
   tcp::endpoint local_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::span_body<const char>> res_;
+  Response res_;
   Clock::time_point start_;
 };
 
@@ -139,17 +145,17 @@ void start_tls(tcp::socket socket, ssl::context& ctx, ReplayServer& server, tcp:
   auto stream = std::make_unique<TlsStream>(std::move(socket), ctx);
   SSL_set_ex_data(stream->native_handle(), local_address_slot(), const_cast<std::string*>(&local_text));
   TlsStream& s = *stream;
-  s.async_handshake(ssl::stream_base::server, [stream = std::move(stream), &server,
-                                                local](beast::error_code ec) mutable {
-    if (ec) return;  // a client that gives up, or distrusts the CA: nothing to serve
-    const unsigned char* alpn = nullptr;
-    unsigned int len = 0;
-    SSL_get0_alpn_selected(stream->native_handle(), &alpn, &len);
-    if (len == 2 && std::memcmp(alpn, "h2", 2) == 0)
-      start_http2(std::move(stream), server, local);
-    else
-      std::make_shared<Http1Session<TlsStream>>(std::move(stream), server, web::Scheme::kHttps, local)->read();
-  });
+  s.async_handshake(
+      ssl::stream_base::server, [stream = std::move(stream), &server, local](beast::error_code ec) mutable {
+        if (ec) return;  // a client that gives up, or distrusts the CA: nothing to serve
+        const unsigned char* alpn = nullptr;
+        unsigned int len = 0;
+        SSL_get0_alpn_selected(stream->native_handle(), &alpn, &len);
+        if (len == 2 && std::memcmp(alpn, "h2", 2) == 0)
+          start_http2(std::move(stream), server, local);
+        else
+          std::make_shared<Http1Session<TlsStream>>(std::move(stream), server, web::Scheme::kHttps, local)->read();
+      });
 }
 
 }  // namespace
@@ -194,8 +200,6 @@ ReplayServer::ReplayServer(asio::io_context& io, const web::Recording& recording
   SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
   SSL_CTX_set_tlsext_servername_arg(ctx, &ca_);
   SSL_CTX_set_alpn_select_cb(ctx, on_alpn, nullptr);
-  // Every leaf has the CA as its one issuer: send it along, for clients that were given the leaf's SPKI only.
-  SSL_CTX_add1_chain_cert(ctx, ca_.certificate());
 }
 
 ReplayServer::~ReplayServer() = default;
@@ -240,6 +244,12 @@ ReplayServer::Served ReplayServer::answer(web::Scheme scheme, const tcp::endpoin
   const web::Exchange* e = matcher_.match(scheme, address, local.port(), host, method, target);
   // HEAD is answered with what GET would get (its headers only) when it was not recorded itself.
   if (!e && method == "HEAD") e = matcher_.match(scheme, address, local.port(), host, "GET", target);
+  // A HAR file records an aborted request with status 0: no client could read it, so it becomes a 502.
+  if (e && (e->response.status < 100 || e->response.status > 999)) {
+    log_ << "unservable: status " << e->response.status << " recorded for " << method << ' ' << host << target
+         << std::endl;
+    return {502, nullptr, &kUnservable};
+  }
   if (e) return {e->response.status, &e->response.headers, &e->response.body};
   const bool https = scheme == web::Scheme::kHttps;
   const bool default_port = local.port() == (https ? 443 : 80);

@@ -14,6 +14,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "web/recording.hh"
 #include "webserve/certs.hh"
 #include "webserve/dns.hh"
+#include "webserve/serve.hh"
 #include "webserve/server.hh"
 
 namespace tracemod::webserve {
@@ -50,7 +52,9 @@ class TempDir {
 };
 
 // Ports from the process id, so two runs of the suite side by side do not collide.
-uint16_t port(int offset) { return static_cast<uint16_t>(20000 + getpid() % 20000 + offset); }
+uint16_t port(int offset) {
+  return static_cast<uint16_t>(20000 + getpid() % 20000 + offset);
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -121,7 +125,7 @@ TEST(WebserveCa, CreatesKeyPrivatelyAndReloadsTheSameCa) {
   TempDir dir;
   const std::string ca_dir = dir / "ca";
   CertificateAuthority ca = CertificateAuthority::load_or_create(ca_dir);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat((ca_dir + "/ca.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   CertificateAuthority again = CertificateAuthority::load_or_create(ca_dir);
@@ -189,14 +193,18 @@ struct Site {
   Site() {
     recording.exchanges = {
         exchange(Scheme::kHttps, "a.test", "127.0.0.2", tls_port, "/big", big,
-                 {{"Content-Type", "application/octet-stream"}, {"Transfer-Encoding", "chunked"},
-                  {"Connection", "keep-alive"}, {"X-Recorded", "yes"}}),
+                 {{"Content-Type", "application/octet-stream"},
+                  {"Transfer-Encoding", "chunked"},
+                  {"Connection", "keep-alive"},
+                  {"X-Recorded", "yes"}}),
         exchange(Scheme::kHttps, "b.test", "127.0.0.2", tls_port, "/page.js?v=1", gzipped,
                  {{"Content-Encoding", "gzip"}, {"Content-Length", "12"}}),
         exchange(Scheme::kHttp, "plain.test", "127.0.0.3", plain_port, "/", "hello\n"),
         exchange(Scheme::kHttp, "plain.test", "127.0.0.3", plain_port, "/two", "second\n"),
         exchange(Scheme::kHttps, "v6.test", "::1", v6_port, "/", "over IPv6\n"),
+        exchange(Scheme::kHttps, "a.test", "127.0.0.2", tls_port, "/form", "posted\n"),
     };
+    recording.exchanges.back().request.method = "POST";
   }
   std::string https(const std::string& name, const std::string& path, const std::string& options) {
     const std::string p = std::to_string(tls_port);
@@ -223,6 +231,10 @@ TEST(WebserveServer, ServesHttp2AndHttp11ByAlpnByteForByte) {
   EXPECT_NE(h2_headers.find("x-recorded: yes"), std::string::npos) << h2_headers;
   EXPECT_EQ(h2_headers.find("transfer-encoding"), std::string::npos) << h2_headers;
   EXPECT_EQ(h2_headers.find("connection"), std::string::npos) << h2_headers;
+  // A request body is read and ignored (the matcher does not look at it), over either protocol.
+  const std::string form = " -d @" + site.dir / "h1" + " -H 'Content-Type: application/octet-stream'";
+  EXPECT_EQ(run(site.https("a.test", "/form", "--http2" + form)), "posted\n");
+  EXPECT_EQ(run(site.https("a.test", "/form", "--http1.1" + form)), "posted\n");
   EXPECT_EQ(server.log(), "");
 }
 
@@ -231,7 +243,7 @@ TEST(WebserveServer, NghttpGetsManyStreamsOnOneConnection) {
   Running server(site.recording, site.ca);
   // nghttp does not check certificates; it sends SNI and :authority from the URI (the address here).
   const std::string base = "https://127.0.0.2:" + std::to_string(site.tls_port);
-  const std::string out = run("nghttp -m 20 -H ':authority: a.test' " + base + "/big");
+  const std::string out = run("nghttp -m 20 -H ':authority: a.test' " + base + "/big 2>/dev/null");
   EXPECT_EQ(out.size(), 20 * site.big.size());
   // nghttp writes the streams' bodies as their frames arrive, interleaved: compare how often each byte occurs.
   std::array<size_t, 256> got{}, want{};
@@ -271,8 +283,9 @@ TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
   asio::io_context io;
   asio::ip::tcp::socket s(io);
   s.connect({asio::ip::make_address("127.0.0.3"), site.plain_port});
-  const std::string two = "GET / HTTP/1.1\r\nHost: plain.test\r\n\r\nGET /two HTTP/1.1\r\nHost: plain.test\r\n"
-                          "Connection: close\r\n\r\n";
+  const std::string two =
+      "GET / HTTP/1.1\r\nHost: plain.test\r\n\r\nGET /two HTTP/1.1\r\nHost: plain.test\r\n"
+      "Connection: close\r\n\r\n";
   asio::write(s, asio::buffer(two));
   std::string reply;
   boost::system::error_code ec;
@@ -282,9 +295,9 @@ TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
   EXPECT_NE(reply.find("Content-Length: 7\r\n"), std::string::npos) << reply;
   EXPECT_EQ(reply.substr(reply.size() - 11), "\r\n\r\nsecond\n") << reply;
   const std::string p = std::to_string(site.v6_port);
-  EXPECT_EQ(run("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p + ":[::1] https://v6.test:" +
-                p + "/"),
-            "over IPv6\n");
+  EXPECT_EQ(
+      run("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p + ":[::1] https://v6.test:" + p + "/"),
+      "over IPv6\n");
 }
 
 // A DNS query message for NAME and TYPE, built with ldns.
@@ -355,6 +368,53 @@ TEST(WebserveDns, RefusesMalformedQueriesAndAnswersOverUdp) {
   io.stop();
   t.join();
   EXPECT_EQ(parse(answer), (std::pair<ldns_pkt_rcode, std::vector<std::string>>{LDNS_RCODE_NOERROR, {"127.0.0.9"}}));
+}
+
+// One query over TCP to ADDRESS:PORT: its two-byte length, then the message; the reply read the same way.
+std::string tcp_query(const std::string& address, uint16_t p, const std::string& message) {
+  asio::io_context io;
+  asio::ip::tcp::socket s(io);
+  s.connect({asio::ip::make_address(address), p});
+  const std::string framed =
+      std::string{static_cast<char>(message.size() >> 8), static_cast<char>(message.size())} + message;
+  asio::write(s, asio::buffer(framed));
+  unsigned char length[2];
+  asio::read(s, asio::buffer(length));
+  std::string reply(length[0] << 8 | length[1], '\0');
+  asio::read(s, asio::buffer(reply));
+  return reply;
+}
+
+TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
+  TempDir dir;
+  web::Recording r;
+  r.exchanges = {exchange(Scheme::kHttps, "s.test", "127.0.0.4", port(4), "/", "served\n")};
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  std::ostringstream log;
+  ServeConfig config;
+  config.recording = &r;
+  config.ca_dir = dir / "ca";
+  config.dns_addresses = {"127.0.0.4"};
+  config.dns_port = port(5);
+  config.log = &log;
+  config.ready_fd = ready[1];
+  int status = -1;
+  std::thread t([&] { status = serve(config); });
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  const std::string p = std::to_string(port(4));
+  EXPECT_EQ(
+      run("curl -sS --cacert " + dir / "ca/ca.pem" + " --resolve s.test:" + p + ":127.0.0.4 https://s.test:" + p + "/"),
+      "served\n");
+  EXPECT_EQ(parse(tcp_query("127.0.0.4", port(5), query("s.test", LDNS_RR_TYPE_A))),
+            (std::pair<ldns_pkt_rcode, std::vector<std::string>>{LDNS_RCODE_NOERROR, {"127.0.0.4"}}));
+  kill(getpid(), SIGTERM);
+  t.join();
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(log.str(), "serving 1 exchanges from 1 origins (1 names)\n");
 }
 
 }  // namespace
