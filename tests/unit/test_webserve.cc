@@ -16,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -72,6 +73,10 @@ std::string run(const std::string& command) {
   pclose(p);
   return out;
 }
+
+// The clients these tests drive (scripts/install-deps installs them); a package build may lack them.
+#define NEEDS(tool) \
+  if (std::system("command -v " tool " >/dev/null 2>&1") != 0) GTEST_SKIP() << tool " is not installed"
 
 std::string random_bytes(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -214,6 +219,7 @@ struct Site {
 };
 
 TEST(WebserveServer, ServesHttp2AndHttp11ByAlpnByteForByte) {
+  NEEDS("curl");
   Site site;
   Running server(site.recording, site.ca);
   EXPECT_EQ(run(site.https("a.test", "/big", "--http2 -o " + site.dir / "h2 -w '%{http_version} %{http_code}'")),
@@ -239,6 +245,7 @@ TEST(WebserveServer, ServesHttp2AndHttp11ByAlpnByteForByte) {
 }
 
 TEST(WebserveServer, NghttpGetsManyStreamsOnOneConnection) {
+  NEEDS("nghttp");
   Site site;
   Running server(site.recording, site.ca);
   // nghttp does not check certificates; it sends SNI and :authority from the URI (the address here).
@@ -253,6 +260,7 @@ TEST(WebserveServer, NghttpGetsManyStreamsOnOneConnection) {
 }
 
 TEST(WebserveServer, UnmatchedIs404WithALogLineAndHeadHasNoBody) {
+  NEEDS("curl");
   Site site;
   Running server(site.recording, site.ca);
   EXPECT_EQ(run(site.https("a.test", "/nope", "--http2 -o /dev/null -w '%{http_code}'")), "404");
@@ -264,6 +272,8 @@ TEST(WebserveServer, UnmatchedIs404WithALogLineAndHeadHasNoBody) {
 }
 
 TEST(WebserveServer, SniChoosesTheCertificateForEachName) {
+  NEEDS("curl");
+  NEEDS("openssl");
   Site site;
   Running server(site.recording, site.ca);
   const std::string at = "127.0.0.2:" + std::to_string(site.tls_port);
@@ -278,6 +288,7 @@ TEST(WebserveServer, SniChoosesTheCertificateForEachName) {
 }
 
 TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
+  NEEDS("curl");
   Site site;
   Running server(site.recording, site.ca);
   asio::io_context io;
@@ -386,6 +397,7 @@ std::string tcp_query(const std::string& address, uint16_t p, const std::string&
 }
 
 TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
+  NEEDS("curl");
   TempDir dir;
   web::Recording r;
   r.exchanges = {exchange(Scheme::kHttps, "s.test", "127.0.0.4", port(4), "/", "served\n")};
