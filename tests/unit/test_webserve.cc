@@ -186,6 +186,18 @@ TEST(WebserveCa, LeavesVerifyAgainstTheCaWithTheirNames) {
   EXPECT_LT(X509_cmp_time(X509_get0_notAfter(leaf), const_cast<time_t*>(&past_it)), 0);
 }
 
+TEST(WebserveCa, SpkiHashIsWhatChromiumIsGiven) {
+  NEEDS("openssl");
+  TempDir dir;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(dir.path());
+  std::ofstream(dir / "leaf.pem") << pem(ca.leaf("a.test"));
+  // The recipe Chromium's documentation gives for --ignore-certificate-errors-spki-list.
+  const std::string spki = run("openssl x509 -in " + dir / "leaf.pem" +
+                               " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"
+                               " | base64");
+  EXPECT_EQ(spki, ca.leaf_spki_sha256_base64() + "\n");
+}
+
 // An HTTPS origin with two names, a plain HTTP one, and one on IPv6.
 struct Site {
   TempDir dir;
