@@ -57,6 +57,27 @@ ldns_rr* address_record(const ldns_rdf* owner, const asio::ip::address& a) {
   return rr;
 }
 
+// A reply to Q: its id, RD flag and QUESTION echoed, authoritative.
+PktPtr reply_header(const ldns_pkt* q, const ldns_rr* question) {
+  PktPtr r(ldns_pkt_new());
+  ldns_pkt_set_id(r.get(), ldns_pkt_id(q));
+  ldns_pkt_set_qr(r.get(), true);
+  ldns_pkt_set_aa(r.get(), true);
+  ldns_pkt_set_rd(r.get(), ldns_pkt_rd(q));
+  ldns_pkt_set_ra(r.get(), true);
+  ldns_pkt_push_rr(r.get(), LDNS_SECTION_QUESTION, ldns_rr_clone(question));
+  return r;
+}
+
+// The recorded ADDRESSES of the question's type (A, AAAA, or both for ANY); none for other types (NOERROR, no
+// data: the name exists).
+void add_addresses(ldns_pkt* r, const ldns_rr* question, const std::vector<asio::ip::address>& addresses) {
+  const ldns_rr_type type = ldns_rr_get_type(question);
+  for (const asio::ip::address& a : addresses)
+    if (type == LDNS_RR_TYPE_ANY || (type == LDNS_RR_TYPE_A && a.is_v4()) || (type == LDNS_RR_TYPE_AAAA && a.is_v6()))
+      ldns_pkt_push_rr(r, LDNS_SECTION_ANSWER, address_record(ldns_rr_owner(question), a));
+}
+
 std::string wire(const ldns_pkt* p) {
   uint8_t* data = nullptr;
   size_t size = 0;
@@ -170,14 +191,14 @@ void DnsResponder::receive(Socket& s) {
   s.socket.async_receive_from(asio::buffer(s.buffer), s.peer, [this, &s](boost::system::error_code ec, size_t n) {
     if (ec == asio::error::operation_aborted) return;
     if (!ec) {
-      const std::string answer = reply(std::string(s.buffer.data(), n));
+      const std::string answer = reply(std::string(s.buffer.data(), n), true);
       if (!answer.empty()) s.socket.send_to(asio::buffer(answer), s.peer, 0, ec);  // UDP: never blocks for long
     }
     receive(s);
   });
 }
 
-std::string DnsResponder::reply(const std::string& query) const {
+std::string DnsResponder::reply(const std::string& query, bool udp) const {
   if (query.size() < 12 || (query[2] & 0x80)) return {};  // not a query: no answer, so no reflection loops
   ldns_pkt* parsed = nullptr;
   if (ldns_wire2pkt(&parsed, reinterpret_cast<const uint8_t*>(query.data()), query.size()) != LDNS_STATUS_OK)
@@ -186,24 +207,24 @@ std::string DnsResponder::reply(const std::string& query) const {
   if (ldns_pkt_get_opcode(q.get()) != LDNS_PACKET_QUERY) return header_only_reply(query, LDNS_RCODE_NOTIMPL);
   if (ldns_pkt_qdcount(q.get()) != 1) return header_only_reply(query, LDNS_RCODE_FORMERR);
   const ldns_rr* question = ldns_rr_list_rr(ldns_pkt_question(q.get()), 0);
-  PktPtr r(ldns_pkt_new());
-  ldns_pkt_set_id(r.get(), ldns_pkt_id(q.get()));
-  ldns_pkt_set_qr(r.get(), true);
-  ldns_pkt_set_aa(r.get(), true);
-  ldns_pkt_set_rd(r.get(), ldns_pkt_rd(q.get()));
-  ldns_pkt_set_ra(r.get(), true);
-  ldns_pkt_push_rr(r.get(), LDNS_SECTION_QUESTION, ldns_rr_clone(question));
+  PktPtr r = reply_header(q.get(), question);
   char* owner_text = ldns_rdf2str(ldns_rr_owner(question));
   const auto found = names_.find(canonical(owner_text ? owner_text : ""));
   free(owner_text);
-  const ldns_rr_type type = ldns_rr_get_type(question);
-  if (found == names_.end() || ldns_rr_get_class(question) != LDNS_RR_CLASS_IN) {
+  if (found == names_.end() || ldns_rr_get_class(question) != LDNS_RR_CLASS_IN)
     ldns_pkt_set_rcode(r.get(), LDNS_RCODE_NXDOMAIN);
-  } else if (type == LDNS_RR_TYPE_A || type == LDNS_RR_TYPE_AAAA || type == LDNS_RR_TYPE_ANY) {
-    for (const asio::ip::address& a : found->second)
-      if (type == LDNS_RR_TYPE_ANY || a.is_v4() == (type == LDNS_RR_TYPE_A))
-        ldns_pkt_push_rr(r.get(), LDNS_SECTION_ANSWER, address_record(ldns_rr_owner(question), a));
-  }
+  else
+    add_addresses(r.get(), question, found->second);
+  std::string out = wire(r.get());
+  const size_t limit = !udp                     ? 65535
+                       : ldns_pkt_edns(q.get()) ? std::max<size_t>(512, ldns_pkt_edns_udp_size(q.get()))
+                                                : 512;
+  if (out.size() <= limit) return out;
+  // Too long for a datagram: no answers, TC set, so the resolver asks again over TCP.
+  ldns_rr_list_deep_free(ldns_pkt_answer(r.get()));
+  ldns_pkt_set_answer(r.get(), ldns_rr_list_new());
+  ldns_pkt_set_ancount(r.get(), 0);
+  ldns_pkt_set_tc(r.get(), true);
   return wire(r.get());
 }
 

@@ -26,8 +26,9 @@ class DnsResponder {
   void listen(const std::string& address, uint16_t port);
   size_t name_count() const { return names_.size(); }
 
-  // The reply to one query message (wire format); empty if QUERY is too short to answer at all.
-  std::string reply(const std::string& query) const;
+  // The reply to one query message (wire format); empty if QUERY is too short to answer at all. Over UDP, a
+  // reply longer than 512 bytes (or the query's EDNS size) is cut to its question with TC set.
+  std::string reply(const std::string& query, bool udp = false) const;
 
  private:
   struct Socket;

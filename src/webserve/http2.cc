@@ -21,7 +21,7 @@ struct Stream {
   std::string method, path, authority, host;
   ReplayServer::Served served{};
   size_t offset = 0;                       // of the body sent so far
-  std::vector<std::string> names, values;  // the response's headers, lower-cased: nghttp2 copies them
+  std::vector<std::string> names, values;  // the response's headers, lower-cased
   Clock::time_point start;
 };
 
@@ -118,28 +118,34 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
     s.start = Clock::now();
     const std::string& authority = s.authority.empty() ? s.host : s.authority;
     s.served = server_.answer(web::Scheme::kHttps, local_, host_without_port(authority), s.method, s.path);
-    add_header(s, ":status", std::to_string(s.served.status));
-    if (s.served.headers) {
-      for (const web::Header& h : *s.served.headers) {
-        std::string name = lower(h.name);
-        // HTTP/2 forbids connection-specific headers; pseudo-headers recorded from HTTP/2 are the server's own.
-        if (!name.empty() && name[0] != ':' && !is_hop_by_hop(name) && name != "te") add_header(s, name, h.value);
-      }
-    } else {
-      add_header(s, "content-type", "text/plain");
-    }
     const int status = s.served.status;
     const bool bodiless = status / 100 == 1 || status == 204 || status == 304;
-    if (!bodiless) add_header(s, "content-length", std::to_string(s.served.body->size()));
-    std::vector<nghttp2_nv> nv;
-    for (size_t i = 0; i < s.names.size(); ++i)
-      nv.push_back({reinterpret_cast<uint8_t*>(s.names[i].data()), reinterpret_cast<uint8_t*>(s.values[i].data()),
-                    s.names[i].size(), s.values[i].size(), NGHTTP2_NV_FLAG_NONE});
+    const std::vector<nghttp2_nv> nv = response_headers(s, bodiless);
     nghttp2_data_provider body{};
     body.source.ptr = &s;
     body.read_callback = read_body;
     const bool send_body = !bodiless && s.method != "HEAD" && !s.served.body->empty();
     nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), send_body ? &body : nullptr);
+  }
+
+  // The recorded headers as HTTP/2 allows them: lower-case, without connection-specific ones (and without
+  // pseudo-headers recorded from HTTP/2, which are the server's own), with a Content-Length of the stored body.
+  static std::vector<nghttp2_nv> response_headers(Stream& s, bool bodiless) {
+    add_header(s, ":status", std::to_string(s.served.status));
+    if (s.served.headers) {
+      for (const web::Header& h : *s.served.headers) {
+        std::string name = lower(h.name);
+        if (!name.empty() && name[0] != ':' && !is_hop_by_hop(name) && name != "te") add_header(s, name, h.value);
+      }
+    } else {
+      add_header(s, "content-type", "text/plain");
+    }
+    if (!bodiless) add_header(s, "content-length", std::to_string(s.served.body->size()));
+    std::vector<nghttp2_nv> nv;
+    for (size_t i = 0; i < s.names.size(); ++i)
+      nv.push_back({reinterpret_cast<uint8_t*>(s.names[i].data()), reinterpret_cast<uint8_t*>(s.values[i].data()),
+                    s.names[i].size(), s.values[i].size(), NGHTTP2_NV_FLAG_NONE});
+    return nv;
   }
 
   static void add_header(Stream& s, std::string name, std::string value) {

@@ -369,6 +369,19 @@ TEST(WebserveDns, AnswersRecordedNamesOnly) {
   EXPECT_EQ(parse(dns.reply(query("b.test", LDNS_RR_TYPE_A))), (Answer{LDNS_RCODE_NXDOMAIN, {}}));
 }
 
+TEST(WebserveDns, TruncatesOverUdpWhatTcpCarries) {
+  asio::io_context io;
+  std::vector<web::Origin> origins;
+  for (int i = 1; i <= 60; ++i) origins.push_back({"192.0.2." + std::to_string(i), 443, Scheme::kHttps, {"many.test"}});
+  DnsResponder dns(io, origins);
+  const std::string q = query("many.test", LDNS_RR_TYPE_A);
+  EXPECT_EQ(parse(dns.reply(q)).second.size(), 60u);
+  const std::string cut = dns.reply(q, true);
+  EXPECT_LE(cut.size(), 512u);
+  EXPECT_TRUE(cut[2] & 0x02);  // TC
+  EXPECT_TRUE(parse(cut).second.empty());
+}
+
 TEST(WebserveDns, RefusesMalformedQueriesAndAnswersOverUdp) {
   asio::io_context io;
   DnsResponder dns(io, {{"127.0.0.9", 443, Scheme::kHttps, {"a.test"}}});
