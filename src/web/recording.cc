@@ -63,6 +63,21 @@ Recording load_recording(const std::string& path) {
   return recording;
 }
 
+size_t give_addresses(Recording& recording) {
+  std::map<std::string, std::string> given;
+  for (const Exchange& e : recording.exchanges)
+    if (e.address.empty()) given.emplace(e.host, "");
+  if (given.size() > 65534) throw UsageError(recording.path + ": over 65534 names without an address");
+  uint32_t n = 0;
+  for (auto& [name, address] : given) {
+    ++n;
+    address = "198.18." + std::to_string(n >> 8) + "." + std::to_string(n & 0xff);
+  }
+  for (Exchange& e : recording.exchanges)
+    if (e.address.empty()) e.address = given[e.host];
+  return given.size();
+}
+
 std::vector<Origin> origins(const Recording& recording) {
   std::map<std::pair<std::string, uint16_t>, Origin> by_address;
   for (const Exchange& e : recording.exchanges) {

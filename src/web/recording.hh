@@ -56,6 +56,11 @@ struct Recording {
 // naming the file (and entry) and what is wrong; a recording with no exchanges is an error too.
 Recording load_recording(const std::string& path);
 
+// Gives each name recorded with no address (a HAR entry without serverIPAddress) one of its own in 198.18.0.0/15
+// (RFC 2544's benchmarking range, routed nowhere), by the names' order: the same recording always gets the same.
+// Returns how many names it gave one.
+size_t give_addresses(Recording& recording);
+
 // Every origin in a recording: an address and port, its scheme, and the names recorded for it, sorted by
 // address and port.
 struct Origin {

@@ -23,6 +23,7 @@ CONTEXTS = [
     ("tm-multipath", None, ["--help"], None),
     ("tm-graph", None, ["--help"], None),
     ("tm-top", None, ["--help"], None),
+    ("tm-webreplay", None, ["--help"], None),
     ("tm-trace", "validate", ["validate", "--help"], None),
     ("tm-trace", "stats", ["stats", "--help"], None),
     ("tm-trace", "make", ["make", "--help"], None),

@@ -287,6 +287,26 @@ TEST(WebOrigins, OneOriginPerAddressAndPortWithItsNamesSortedOnce) {
   EXPECT_EQ(o[2].names, std::vector<std::string>{"www.example.org"});  // two exchanges, one name
 }
 
+// A HAR entry without serverIPAddress: each such name gets an address of its own in 198.18.0.0/15, in the names'
+// order, so two loads of one file agree (the shell and its far side's server each load it).
+TEST(WebOrigins, NamesWithoutAnAddressGetOneEachTheSameEveryTime) {
+  Recording r;
+  r.path = "x.har";
+  for (const char* host : {"b.test", "a.test", "b.test", "c.test"}) {
+    Exchange e;
+    e.host = host;
+    e.port = 443;
+    r.exchanges.push_back(e);
+  }
+  r.exchanges[3].address = "192.0.2.7";  // c.test has one: kept
+  EXPECT_EQ(give_addresses(r), 2u);
+  EXPECT_EQ(r.exchanges[1].address, "198.18.0.1");  // a.test
+  EXPECT_EQ(r.exchanges[0].address, "198.18.0.2");  // b.test
+  EXPECT_EQ(r.exchanges[2].address, "198.18.0.2");
+  EXPECT_EQ(r.exchanges[3].address, "192.0.2.7");
+  EXPECT_EQ(give_addresses(r), 0u);
+}
+
 // The recordings of tests/data/web/README.md: one site, by Mahimahi's mm-webrecord and by Chromium.
 const Exchange* find(const Recording& r, Scheme scheme, const std::string& host, uint16_t port,
                      const std::string& target) {

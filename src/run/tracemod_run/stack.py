@@ -22,7 +22,7 @@ from .workloads import common, registry
 
 @dataclass
 class Level:
-    index: int  # 1 = outermost of the experiment's stack
+    index: int  # 1 = outermost of the experiment's stack (0: tm-webreplay, put around it by a workload's replay)
     tool: str
     argv: List[str]  # this level's own words, with what tm-run adds
     seed: Optional[int]
@@ -159,6 +159,15 @@ def plan_run(exp, run, rundir):
     launcher = tools_env.launcher()
     client = [launcher, "workload", kind, "--client", "--output", os.path.join(rundir, "client.json"),
               "--seed", str(wseed), "--params-json", params_json, "--chdir", rundir]
+    replay = params.get("replay") if kind == "browser" else None
+    if replay:  # the recorded site is the far side of the whole stack, and the only server
+        replay = os.path.join(exp.directory, os.path.expanduser(replay))
+        ca_dir = os.path.join(rundir, "webreplay-ca")  # a CA of the run's own, which the browser trusts
+        levels.insert(0, Level(0, "tm-webreplay", [find_tool("tm-webreplay"), "--ca-dir", ca_dir, replay], None))
+        params.update(replay=replay, ca=os.path.join(ca_dir, "ca.pem"))
+        params_json = json.dumps(params, separators=(",", ":"))
+        client[client.index("--params-json") + 1] = params_json
+        has_server = False
     server = server_cmd = None
     if has_server:
         client += ["--ready-file", ready]

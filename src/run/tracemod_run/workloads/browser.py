@@ -67,10 +67,14 @@ PARAMS = {
     "site": Param((str,), None, help="a directory to serve end to end (relative to the experiment file)"),
     "server": Param((str,), None, help="the base URL of an existing server (e.g. \"http://192.0.2.1:8000\") "
                                         "instead of site"),
+    "replay": Param((str,), None, help="a web recording (a directory, or a HAR file) served by tm-webreplay around "
+                                       "the stack, its CA trusted; urls are then whole URLs of it"),
     "ca": Param((str,), None, help="a CA certificate (PEM) the browser trusts for this run, for server = https"),
     "port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/1.1 port (8080)", read=values.port),
     "tls_port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/2 port (8443)", read=values.port),
     "browser_args": Param((list,), [], help="more command-line arguments for the browser"),
+    "until": Param((str,), None, help="a JavaScript expression (a promise, or a value) each load waits for after "
+                                      "its load event, such as the page's own signal that it is done: until_ms"),
 }
 
 
@@ -87,6 +91,11 @@ def check(params):
         raise UsageError("[workload] 'browser_args' must be an array of strings")
     if params.get("site") and params.get("server"):
         raise UsageError("[workload] give site (served by the workload) or server (yours), not both")
+    if params.get("replay"):
+        if params.get("site") or params.get("server"):
+            raise UsageError("[workload] replay serves the recorded site: give no site or server with it")
+        if not all("://" in u for u in urls):
+            raise UsageError("[workload] with replay, 'urls' are whole URLs of the recording (https://NAME/PATH)")
     server = params.get("server")
     if server and not server.startswith(("http://", "https://")):
         raise UsageError(f"[workload] 'server' must be a URL (http:// or https://), not '{server}'")
@@ -145,16 +154,19 @@ FIREFOX_PREFS = {
     "services.settings.server": "data:,",
 }
 
-# What the page's own timing says, read once the load event has fired. First contentful paint may come after
-# onload (a headless browser paints on its own frame clock): wait for it, at most FCP_WAIT_MS.
+# What the page's own timing says, read once the load event has fired (and, with params' until, once that has
+# settled). First contentful paint may come after onload (a headless browser paints on its own frame
+# clock): wait for it, at most FCP_WAIT_MS.
 FCP_WAIT_MS = 2000
 PERFORMANCE_JS = """(async () => {
+  let until_ms = null;
+  %(until)s
   const fcp = () => performance.getEntriesByName('first-contentful-paint').length > 0;
   if (!fcp()) {
     await new Promise(done => {
       const seen = new PerformanceObserver(() => { if (fcp()) done(); });
       seen.observe({type: 'paint', buffered: true});
-      setTimeout(done, %d);
+      setTimeout(done, %(fcp_wait)d);
     });
   }
   const keep = e => { const o = e.toJSON(); delete o.serverTiming; delete o.notRestoredReasons; return o; };
@@ -162,8 +174,16 @@ PERFORMANCE_JS = """(async () => {
     nav: performance.getEntriesByType('navigation').map(keep),
     res: performance.getEntriesByType('resource').map(keep),
     paint: performance.getEntriesByType('paint').map(keep),
+    title: document.title,
+    until_ms,
   });
-})()""" % FCP_WAIT_MS
+})()"""
+
+
+def performance_js(until=None):
+    """PERFORMANCE_JS, first awaiting the expression UNTIL (a promise, or a value) if given."""
+    wait = f"await ({until}); until_ms = performance.now();" if until else ""
+    return PERFORMANCE_JS % {"until": wait, "fcp_wait": FCP_WAIT_MS}
 
 PROTOCOLS = {"http/0.9": "h1", "http/1.0": "h1", "http/1.1": "h1", "h2": "h2", "h2c": "h2", "h3": "h3"}
 
@@ -219,6 +239,8 @@ def page_metrics(perf):
         "protocol": protocol_name(nav.get("nextHopProtocol")),
         "protocols": dict(protocols),
         "status": nav.get("responseStatus"),
+        "title": perf.get("title"),  # what the page says of itself once loaded (a test site's "complete 38")
+        "until_ms": None if perf.get("until_ms") is None else perf["until_ms"] - start,
     }
 
 
@@ -500,7 +522,7 @@ class Chromium(Browser):
             raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def load(self, url, deadline):
+    def load(self, url, deadline, until=None):
         nav = self._call("Page.navigate", {"url": url}, deadline)
         if nav.get("errorText"):
             raise LoadFailed(f"{url}: {nav['errorText']}")
@@ -509,7 +531,7 @@ class Chromium(Browser):
         self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
                            and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
                            deadline, "the load event", seen=responses.append)
-        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+        perf = json.loads(self._evaluate(performance_js(until), deadline, wait=True))
         perf["connections"] = connection_count(responses + list(self.channel.events))
         return perf
 
@@ -549,10 +571,10 @@ class Firefox(Browser):
             raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def load(self, url, deadline):
+    def load(self, url, deadline, until=None):
         self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
                           deadline)
-        return json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True))
+        return json.loads(self._evaluate(performance_js(until), deadline, wait=True))
 
     def _quit(self, deadline):
         self.channel.call("browser.close", {}, deadline)
@@ -854,7 +876,7 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
             browser.close(graceful_deadline=time.monotonic() + 10)
         browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
         row["startup_ms"] = browser.startup_ms
-        perf = browser.load(url, time.monotonic() + params["timeout"])
+        perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"))
         row.update(page_metrics(perf))
         if row["status"] and row["status"] >= 400:
             raise LoadFailed(f"{url}: HTTP status {row['status']}")

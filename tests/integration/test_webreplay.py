@@ -1,0 +1,287 @@
+"""tm-webreplay: a recorded site served from the far side of the link, every origin at its recorded address
+and port, DNS for every recorded name, HTTP/2 and HTTP/1.1 over TLS with the replay's CA. The recordings are
+the ones other programs made of tests/integration/web_site.py's site (tests/data/web/README.md): Mahimahi's
+mm-webrecord's directory and Chromium's HAR file. Every body served is compared byte for byte with what the
+site serves (web_site.build_site: deterministic content, no server needed); as root and as the unprivileged
+user, nested in and around other shells; bad recordings are refused before anything starts; nothing is left
+after SIGKILL."""
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+import web_site
+from conftest import TooSlow, measured, read_until, sh
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data", "web")
+RECORDINGS = {"mahimahi": "mahimahi-site", "har": "site.har"}
+INDEX = "https://www.replay.test/"
+# The page's own word that it is done (web_site's index checks every object, then sets its title): a load waits
+# for it after the load event (tm-run's until, where braces are doubled), as its fetches may finish later.
+DONE = ("new Promise(done => { const said = () => /^(complete|incomplete)/.test(document.title) && done(); "
+        "if (!said()) new MutationObserver(said).observe(document.head, {subtree: true, childList: true, "
+        "characterData: true}); })")
+UNTIL = json.dumps(DONE.replace("{", "{{").replace("}", "}}"))  # as a TOML string, braces doubled for tm-run
+
+# Fetches each URL of the file $1 with curl through the replay: "STATUS HTTP_VERSION URL" a line, each body
+# into $2/N. Names resolve through the replay's DNS; TLS is checked against its CA.
+FETCH = r'''
+n=0
+while read -r url; do
+  n=$((n + 1))
+  curl -sS --max-time 20 --cacert "$TM_WEBREPLAY_CA" -o "$2/$n" -w "%{http_code} %{http_version} $url\n" "$url" \
+    || echo "000 0 $url"
+done <"$1"
+'''
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site's description: its objects and the bytes each should have."""
+    return web_site.build_site(tmp_path_factory.mktemp("site") / "content")
+
+
+def public_copy(directory, name):
+    """A copy of tests/data/web/NAME that the unprivileged user can read (and the CA's default directory
+    beside it cannot touch the source tree)."""
+    source, target = os.path.join(DATA, name), os.path.join(directory, name)
+    if os.path.isdir(source):
+        shutil.copytree(source, target)
+        for f in os.listdir(target):
+            os.chmod(os.path.join(target, f), 0o644)
+        os.chmod(target, 0o755)
+    else:
+        shutil.copy(source, target)
+        os.chmod(target, 0o644)
+    return target
+
+
+def replay(tools, recording, ca_dir, *options, cmd):
+    return tools.shell("tm-webreplay", "--ca-dir", ca_dir, *options, recording, cmd=cmd)
+
+
+def decoded(body):
+    return gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
+
+
+def fetch_all(who, tools, public_tmp, recording, urls, wrap=lambda argv: argv):
+    """{url: (status, http version, body)} of URLS fetched through a replay of RECORDING (WRAP puts other
+    shells around or inside it), and the shell's standard error."""
+    listing = public_tmp / "urls"
+    listing.write_text("".join(u + "\n" for u in urls))
+    os.chmod(listing, 0o644)
+    bodies = public_tmp / "bodies"
+    bodies.mkdir(exist_ok=True)
+    os.chmod(bodies, 0o1777)
+    inner = sh(FETCH, listing, bodies)
+    r = who.run(wrap(replay(tools, recording, str(public_tmp / "ca"), cmd=inner)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for n, line in enumerate(r.stdout.splitlines(), 1):
+        status, version, url = line.split(" ", 2)
+        path = bodies / str(n)
+        out[url] = (int(status), version, path.read_bytes() if path.exists() else b"")
+    return out, r.stderr
+
+
+def recorded_urls(site, kind):
+    """The site's URLs a recording holds: Mahimahi's proxy spoke TLS on 443 only, so the HTTPS origin on 8443
+    is in neither recording (the pages do not use it)."""
+    return [o.url for o in site.objects if o.port != 8443 and not o.url.startswith("https://v6.")]
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDINGS))
+def test_every_recorded_object_is_served_byte_for_byte(who, tools, public_tmp, site, kind):
+    recording = public_copy(public_tmp, RECORDINGS[kind])
+    urls = recorded_urls(site, kind)
+    got, stderr = fetch_all(who, tools, public_tmp, recording, urls)
+    assert "unmatched" not in stderr, stderr
+    for o in site.objects:
+        if o.url not in got:
+            continue
+        status, version, body = got[o.url]
+        assert status == o.status, (o.url, status, stderr)
+        if o.status == 200:
+            # Mahimahi's bodies are gzip as nginx sent them (for a client that accepted it); a HAR's are decoded.
+            assert decoded(body) == site.expected(o.url), o.url
+        if o.scheme == "https":
+            assert version == "2", (o.url, version)  # ALPN: curl asks for h2 and the replay offers it
+    assert len(got) == len(urls)
+
+
+def test_names_resolve_to_their_recorded_addresses_and_no_others(who, tools, public_tmp, site):
+    recording = public_copy(public_tmp, RECORDINGS["mahimahi"])
+    names = sorted(n for n in site.names() if not n.startswith("v6."))
+    script = 'for n in "$@"; do getent ahostsv4 "$n" | head -n 1; done; getent hosts nowhere.replay.test; echo $?'
+    r = who.run(replay(tools, recording, str(public_tmp / "ca"), cmd=sh(script, *names)))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for name, line in zip(names, lines):
+        assert line.split()[0] in site.names()[name], (name, line)
+    assert lines[-1] == "2", r.stdout  # getent: not found
+
+
+def test_an_unmatched_request_is_404_and_said(who, tools, public_tmp):
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    script = 'curl -sS --cacert "$TM_WEBREPLAY_CA" -o /dev/null -w "%{http_code}" https://www.replay.test/nothing/here'
+    r = who.run(replay(tools, recording, str(public_tmp / "ca"), cmd=sh(script)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "404"
+    assert re.search(r"unmatched: GET https://www\.replay\.test/nothing/here", r.stderr), r.stderr
+
+
+def test_the_closest_query_string_answers(who, tools, public_tmp, site):
+    """id=3 and id=4 are recorded; id=30 shares the longest prefix with id=3 (Mahimahi's rule)."""
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    base = "https://api.replay.test/api/data?id="
+    got, _ = fetch_all(who, tools, public_tmp, recording, [base + "4", base + "30"])
+    assert got[base + "4"][2] == site.expected(base + "4")
+    assert got[base + "30"][2] == site.expected(base + "3")
+
+
+def test_behind_tm_delay_a_fetch_takes_its_round_trips(root, tools, public_tmp):
+    """tm-webreplay -- tm-delay 50: the servers are 100 ms away. A first HTTPS fetch needs a DNS lookup, the
+    TCP handshake, TLS 1.3's one round trip and the request's: four round trips at least."""
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    script = ('curl -sS --cacert "$TM_WEBREPLAY_CA" -o /dev/null '
+              '-w "%{time_namelookup} %{time_connect} %{time_appconnect} %{time_total}" ' + INDEX)
+
+    def check():
+        r = root.run(replay(tools, recording, str(public_tmp / "ca"), cmd=tools.delay(50, cmd=sh(script))))
+        assert r.returncode == 0, r.stderr
+        lookup, connect, tls, total = map(float, r.stdout.split())
+        assert lookup >= 0.1 and connect - lookup >= 0.1 and tls - connect >= 0.1 and total - tls >= 0.1, r.stdout
+        if total > 0.4 + 0.3:
+            raise TooSlow(f"a fetch of four 100 ms round trips took {total:.3f} s")
+
+    measured(check)
+
+
+def test_inside_another_shell(who, tools, public_tmp, site):
+    """tm-delay 5 -- tm-webreplay: the origins' addresses are the enclosing shell's, on the replay's link."""
+    recording = public_copy(public_tmp, RECORDINGS["mahimahi"])
+    plain = next(o.url for o in site.objects if o.port == 8080)  # a plain origin on a port of its own
+    got, stderr = fetch_all(who, tools, public_tmp, recording, [INDEX, plain],
+                            wrap=lambda argv: tools.delay(5, cmd=argv))
+    assert got[INDEX][0] == 200 and decoded(got[INDEX][2]) == site.expected(INDEX), stderr
+    assert got[plain][0] == 200 and decoded(got[plain][2]) == site.expected(plain), stderr  # Mahimahi's replay misses it
+
+
+def page_load(who, tools, public_tmp, recording, browser, shells, loads):
+    """tm-run's browser workload against RECORDING (replay = ...) behind SHELLS: the result's loads."""
+    exp = public_tmp / f"{browser}.toml"
+    stack = "".join(f'[[shell]]\nrun = "{s}"\n' for s in shells)
+    exp.write_text(f'name = "replay"\n{stack}[workload]\nkind = "browser"\nbrowser = "{browser}"\n'
+                   f'replay = "{recording}"\nurls = ["{INDEX}"]\nloads = {loads}\nuntil = {UNTIL}\n')
+    os.chmod(exp, 0o644)
+    out = public_tmp / f"out-{browser}"
+    r = who.run([tools.path("tm-run"), str(exp), "-o", str(out), "-q"], timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run,) = os.listdir(out / "runs")
+    with open(out / "runs" / run / "result.json") as f:
+        return json.load(f)["loads"]
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+def test_the_page_loads_completely_in_both_browsers(who, tools, public_tmp, browser):
+    """The recorded page checks each of its 38 objects (redirect, cookie, query strings, gzip) and says so in its
+    title; behind tm-delay 50 it needs at least the round trips of DNS, TCP, TLS, the page and its objects."""
+    recording = public_copy(public_tmp, RECORDINGS["mahimahi"])
+    (load,) = page_load(who, tools, public_tmp, recording, browser, ["tm-delay 50"], 1)
+    assert load["completed"] == 1, load.get("error")
+    assert load["title"] == f"complete {web_site.PAGE_OBJECTS}", load
+    assert load["plt_ms"] >= 4 * 100, load
+
+
+def test_ten_replays_vary_by_5_percent_at_most(root, tools, public_tmp):
+    """Ten loads of the HAR's page over a constant 2 Mbit/s and 2 x 20 ms: a coefficient of variation of 5% at
+    most (the page's 170 KB take most of a second at that rate)."""
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    attempt = []
+
+    def check():
+        attempt.append(1)
+        d = public_tmp / f"cov{len(attempt)}"
+        d.mkdir()
+        os.chmod(d, 0o1777)
+        loads = page_load(root, tools, d, recording, "chromium",
+                          ["tm-delay 20", "tm-link --uplink-rate 2mbit --downlink-rate 2mbit"], 10)
+        assert all(l["completed"] == 1 for l in loads), [l.get("error") for l in loads]
+        plt = [l["plt_ms"] for l in loads]
+        mean = sum(plt) / len(plt)
+        cov = (sum((p - mean) ** 2 for p in plt) / (len(plt) - 1)) ** 0.5 / mean
+        print(f"replayed PLT: mean {mean:.0f} ms, min {min(plt):.0f}, max {max(plt):.0f}, CoV {100 * cov:.2f}%")
+        if cov > 0.05:
+            raise TooSlow(f"PLTs {plt}: CoV {cov:.3f} > 0.05")
+
+    measured(check)
+
+
+@pytest.mark.parametrize("case", ["missing", "corrupt", "empty", "bad json"])
+def test_a_bad_recording_is_refused_before_anything_starts(root, tools, public_tmp, case):
+    path = public_tmp / "rec"
+    if case == "corrupt":
+        shutil.copytree(os.path.join(DATA, RECORDINGS["mahimahi"]), path)
+        victim = sorted(os.listdir(path))[3]
+        (path / victim).write_bytes(b"\x0a\xff\xff\xff\xff garbage")
+        said = [victim]
+    elif case == "empty":
+        path.mkdir()
+        said = ["no recorded exchanges"]
+    elif case == "bad json":
+        path = public_tmp / "bad.har"
+        path.write_text('{"log": {"entries": [\n{"request": }\n]}}\n')
+        said = ["bad.har", "line 2"]
+    else:
+        said = ["rec"]
+    started = time.monotonic()
+    r = root.run(replay(tools, str(path), str(public_tmp / "ca"), cmd=["true"]))
+    assert r.returncode == 2, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("tm-webreplay: ") and all(s in first for s in said), r.stderr
+    assert not (public_tmp / "ca").exists()  # refused before the servers (and the CA) were started
+    assert time.monotonic() - started < 5
+
+
+def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    p = spawn(who, replay(tools, recording, str(public_tmp / "ca"), cmd=sh("echo ready; exec sleep 1000")),
+              env={"TM_TEST_MARK": str(public_tmp)})
+    read_until(p, "ready")
+    mine = marked(str(public_tmp))
+    assert any("--serve" in c for c in mine.values()), mine  # the servers run, as the invoking user
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.monotonic() + 10
+    while (left := marked(str(public_tmp))) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == {}
+    assert sorted(os.listdir(public_tmp / "ca")) == ["ca.key", "ca.pem"]  # no temporary keys
+    assert oct(os.stat(public_tmp / "ca" / "ca.key").st_mode & 0o777) == "0o600"
+
+
+def marked(mark):
+    """Live processes with TM_TEST_MARK=MARK in their environment: {pid: command line}."""
+    want = f"TM_TEST_MARK={mark}".encode()
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                found[int(entry)] = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if want not in env:
+            found.pop(int(entry), None)
+    return found
