@@ -285,3 +285,10 @@ def marked(mark):
         if want not in env:
             found.pop(int(entry), None)
     return found
+
+
+def test_a_ca_directory_that_cannot_be_written_stops_the_shell_naming_it(user, tools, public_tmp):
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    r = user.run(replay(tools, recording, "/root/tm-webreplay-ca", cmd=["true"]))
+    assert r.returncode == 1, r.stderr
+    assert "/root/tm-webreplay-ca: Permission denied" in r.stderr.splitlines()[0], r.stderr
