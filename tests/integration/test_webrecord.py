@@ -1,0 +1,167 @@
+"""tm-webrecord: every HTTP exchange the command makes, recorded while it goes on to the real origins, in the
+format tm-webreplay serves. As root, Chromium (tm-run's browser workload, record = DIR) loads
+tests/integration/web_site.py's live multi-origin site through the recorder; the site is stopped, and the
+recording alone is replayed: every object the page loaded byte for byte (curl through tm-webreplay) and the page
+whole in Chromium ("complete 38"). As the unprivileged user, whose outermost shell meets no host on this machine
+(/dev/net/tun is root's: no pasta), the live origins are a replay's: tm-webreplay serves Mahimahi's recording of
+the same site, tm-webrecord nested inside it records curl fetching every object, and that recording replays
+byte for byte. Bad input is refused in one line; nothing is left after SIGKILL."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import web_site
+from conftest import read_until, sh
+from test_webreplay import INDEX, RECORDINGS, UNTIL, decoded, fetch_all, killed_leaves_nothing, marked, public_copy
+
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src")
+# curl through the recorder: each URL of $1 (names given by --resolve lines in $2), "STATUS VERSION URL" a line.
+RECORD_FETCH = r'''
+while read -r url; do
+  curl -sS --max-time 20 --cacert "$TM_WEBRECORD_CA" $(cat "$2") -H "Accept-Encoding: gzip" -o /dev/null \
+    -w "%{http_code} %{http_version} $url\n" "$url" || echo "000 0 $url"
+done <"$1"
+'''
+
+
+def index_objects(site):
+    return [o for o in site.objects if o.page == "index"]
+
+
+def record(tools, directory, *options, cmd):
+    return tools.shell("tm-webrecord", *options, str(directory), cmd=cmd)
+
+
+def records(directory):
+    return sorted(n for n in os.listdir(directory) if n.startswith("save."))
+
+
+def check_replayed(who, tools, public_tmp, recording, site, urls):
+    """Every URL fetched through a replay of RECORDING: the site's bytes."""
+    got, stderr = fetch_all(who, tools, public_tmp, str(recording), urls)
+    assert "unmatched" not in stderr, stderr
+    for url in urls:
+        status, _, body = got[url]
+        o = site.object(url)
+        assert status == o.status, (url, status, stderr)
+        if o.status == 200:
+            assert decoded(body) == site.expected(url), url
+    return got
+
+
+@pytest.fixture(scope="module")
+def live_site(tmp_path_factory, root):
+    with web_site.serving(tmp_path_factory.mktemp("live") / "site") as site:
+        yield site
+
+
+def test_plain_http_and_tls_both_recorded_with_their_fields(root, tools, public_tmp, live_site):
+    """The record's fields (docs/web-recording.md): address, port, scheme, name, protocol, bodies as sent."""
+    site = live_site
+    ca = site.ca
+    urls = [site.plain_url, INDEX]
+    listing, resolve = public_tmp / "urls", public_tmp / "resolve"
+    listing.write_text("".join(u + "\n" for u in urls))
+    resolve.write_text(" ".join(site.curl_resolve()))
+    directory = public_tmp / "rec"
+    r = root.run(record(tools, directory, "--upstream-ca", str(ca), cmd=sh(RECORD_FETCH, listing, resolve)))
+    assert r.returncode == 0, r.stderr
+    assert records(directory) == ["save.00000001", "save.00000002"]
+    out = subprocess.run(["protoc", "--decode=tracemod.web.pb.RequestResponse", "--proto_path", SRC,
+                          "web/http_record.proto"],
+                         input=(directory / records(directory)[1]).read_bytes(), capture_output=True)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.decode()
+    print(text[:400])
+    assert 'ip: "10.77.0.1"' in text and "port: 443" in text and "scheme: HTTPS" in text, text
+    assert 'host: "www.replay.test"' in text and 'protocol: "http/1.1"' in text, text
+
+
+def test_chromium_records_the_live_site_and_the_recording_replays_it(root, tools, public_tmp, live_site):
+    site = live_site
+    directory = public_tmp / "recording"
+    ca = site.ca
+    exp = public_tmp / "record.toml"
+    args = [f"--host-resolver-rules={site.resolver_rules()}"]
+    exp.write_text(f'name = "record"\nisolated = false\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "browser"\n'
+                   f'browser = "chromium"\nserver = "https://www.replay.test"\nrecord = "{directory}"\n'
+                   f'ca = "{ca}"\nurls = ["{INDEX}"]\nloads = 1\nuntil = {UNTIL}\n'
+                   f'browser_args = {list(args)!r}\n'.replace("'", '"'))
+    r = root.run([tools.path("tm-run"), str(exp), "-o", str(public_tmp / "out"), "-q"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run,) = os.listdir(public_tmp / "out" / "runs")
+    with open(public_tmp / "out" / "runs" / run / "result.json") as f:
+        (load,) = json.load(f)["loads"]
+    assert load["title"] == f"complete {web_site.PAGE_OBJECTS}", load  # the live site, through the recorder
+    names = records(directory)
+    print(f"recorded {len(names)} exchanges")
+    assert len(names) >= web_site.PAGE_OBJECTS
+    assert oct(os.stat(directory / "ca.key").st_mode & 0o777) == "0o600"
+    assert not [n for n in os.listdir(directory) if n.startswith(".")]
+    site.stop()  # from here on, the recording alone
+    urls = [o.url for o in index_objects(site)]
+    check_replayed(root, tools, public_tmp, directory, site, urls)
+    exp = public_tmp / "replay.toml"
+    exp.write_text(f'name = "replay"\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "browser"\n'
+                   f'browser = "chromium"\nreplay = "{directory}"\nurls = ["{INDEX}"]\nloads = 1\n'
+                   f'until = {UNTIL}\n')
+    r = root.run([tools.path("tm-run"), str(exp), "-o", str(public_tmp / "out2"), "-q"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run,) = os.listdir(public_tmp / "out2" / "runs")
+    with open(public_tmp / "out2" / "runs" / run / "result.json") as f:
+        (load,) = json.load(f)["loads"]
+    assert load["completed"] == 1 and load["title"] == f"complete {web_site.PAGE_OBJECTS}", load
+
+
+def test_a_replay_recorded_from_inside_it_replays_byte_for_byte(who, tools, public_tmp):
+    """tm-webreplay MAHIMAHI -- tm-webrecord DIR -- curl: the recorder in the replay's command namespace (its P),
+    the replay's servers its origins (checked against the replay's CA), then DIR replayed on its own."""
+    site = web_site.build_site(public_tmp / "content")
+    recording = public_copy(public_tmp, RECORDINGS["mahimahi"])
+    urls = [o.url for o in index_objects(site)]
+    listing = public_tmp / "urls"
+    listing.write_text("".join(u + "\n" for u in urls))
+    resolve = public_tmp / "resolve"  # none needed: the replay's DNS answers; curl wants the file
+    resolve.write_text("")
+    for f in (listing, resolve):
+        os.chmod(f, 0o644)
+    directory = public_tmp / "rerecorded"
+    inner = record(tools, directory, "--upstream-ca", str(public_tmp / "ca" / "ca.pem"),
+                   cmd=sh(RECORD_FETCH, listing, resolve))
+    r = who.run(tools.shell("tm-webreplay", "--ca-dir", str(public_tmp / "ca"), recording, cmd=inner), timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == len(urls) and all(l.split()[0] != "000" for l in lines), r.stdout + r.stderr
+    assert all(l.split()[1] == "1.1" for l in lines if l.split()[2].startswith("https")), r.stdout
+    assert len(records(directory)) == len(urls)
+    check_replayed(who, tools, public_tmp, directory, site, urls)
+
+
+@pytest.mark.parametrize("case", ["a file", "not writable"])
+def test_bad_input_is_one_line_and_exit_2(user, tools, public_tmp, case):
+    path = public_tmp / "dir"
+    if case == "a file":
+        path.write_text("x")
+        os.chmod(path, 0o644)
+    else:
+        path.mkdir()
+        os.chmod(path, 0o555)
+    r = user.run(record(tools, path, cmd=["true"]))
+    assert r.returncode == 2, r.stderr
+    line, *hint = r.stderr.splitlines()  # the error in one line, then every tool's usage hint
+    assert line.startswith("tm-webrecord: ") and str(path) in line, r.stderr
+    assert hint[0].startswith("usage: tm-webrecord") and len(hint) == 2, r.stderr
+    assert os.listdir(path) == [] if case != "a file" else path.read_text() == "x"
+
+
+def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
+    directory = public_tmp / "rec"
+    p = spawn(who, record(tools, directory, cmd=sh("echo ready; exec sleep 1000")),
+              env={"TM_TEST_MARK": str(public_tmp)})
+    read_until(p, "ready")
+    mine = marked(str(public_tmp))
+    assert any("--proxy" in c for c in mine.values()), mine  # the recorder runs
+    assert killed_leaves_nothing(p, str(public_tmp)) == {}
+    assert sorted(os.listdir(directory)) == ["ca.key", "ca.pem"]
