@@ -12,6 +12,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -23,6 +24,7 @@
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 #include "web/writer.hh"
+#include "webrecord/http2_relay.hh"
 #include "webserve/certs.hh"
 
 #ifndef SO_ORIGINAL_DST
@@ -39,8 +41,8 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 constexpr size_t kReadSize = 64 * 1024;
-// The protocols relayed: HTTP/1.1 only (an origin is offered nothing else, so no client is given h2).
-constexpr std::string_view kRelayed[] = {"http/1.1"};
+// The protocols relayed: an origin is offered no other, so no client is given another.
+constexpr std::string_view kRelayed[] = {"h2", "http/1.1"};
 
 std::mutex log_mutex;
 void say(const std::string& line) {
@@ -258,7 +260,8 @@ int Relay::on_client_hello(SSL* ssl, int* alert, void*) {
   std::string alpn;
   if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p, &n) == 1 && n > 2)
     alpn = alpn_wire_of(p + 2, n - 2, true);
-  if (!relay->upstream_tls(relay->sni_, alpn)) return SSL_CLIENT_HELLO_ERROR;
+  // Called again after a HelloRetryRequest: the origin's connection is made once.
+  if (!relay->origin_ && !relay->upstream_tls(relay->sni_, alpn)) return SSL_CLIENT_HELLO_ERROR;
   const std::string name = relay->sni_.empty() ? relay->address_ : relay->sni_;
   try {
     if (SSL_use_certificate(ssl, relay->recorder_.ca().leaf(name)) != 1 ||
@@ -341,8 +344,8 @@ bool Relay::upstream_tls(const std::string& sni, const std::string& alpn_wire) {
 // passes its bytes on to TO as they are parsed, unchanged. RAW gets the start line, the headers and the body's
 // bytes as they came (chunk framing included). False if either side ended before the message did.
 template <bool isRequest>
-bool Relay::relay_message(Conn& from, std::string& buffer, Conn& to,
-                          http::parser<isRequest, http::string_body>& parser, web::RawMessage& raw) {
+bool Relay::relay_message(Conn& from, std::string& buffer, Conn& to, http::parser<isRequest, http::string_body>& parser,
+                          web::RawMessage& raw) {
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.header_limit(1 << 20);
   bool header_taken = false;
@@ -416,7 +419,17 @@ void Relay::run() {
   } else if (!connect_upstream()) {
     return;
   }
-  while (relay_exchange()) {
+  if (protocol_ == "h2") {
+    web::RawExchange base;
+    base.address = address_;
+    base.port = port_;
+    base.scheme = web::Scheme::kHttps;
+    base.host = sni_.empty() ? address_ : sni_;
+    base.protocol = protocol_;
+    relay_http2(client_.ssl(), origin_->ssl(), base, [this](const web::RawExchange& e) { recorder_.record(e); });
+  } else {
+    while (relay_exchange()) {
+    }
   }
   client_.shutdown();
   if (origin_) origin_->shutdown();
@@ -462,6 +475,7 @@ void check_upstream_ca(const std::string& file) {
 }
 
 int run_proxy(const ProxyConfig& config) {
+  std::signal(SIGPIPE, SIG_IGN);  // TLS writes to a socket its peer closed: an error for that relay alone
   Recorder recorder(config);
   std::vector<FileDescriptor> listeners;
   std::vector<pollfd> fds;

@@ -1,8 +1,9 @@
 // tm-webrecord's recorder: the shell's outside program in P. TCP the shell redirected from the link's ports 80
 // and 443 arrives here; the recorder reads where it was going (SO_ORIGINAL_DST), connects there itself, and
 // relays HTTP/1.1 message by message, plain on 80 and over TLS on 443 (terminated with a leaf from the
-// recording's CA for the name the client asked for, after the origin's own handshake chose the protocol),
-// writing every completed exchange to the recording (web/writer.hh).
+// recording's CA for the name the client asked for, after the origin's own handshake chose the protocol), and
+// HTTP/2 stream by stream where the origin chose h2 (webrecord/http2_relay.hh), writing every completed
+// exchange to the recording (web/writer.hh).
 #pragma once
 
 #include <cstdint>
