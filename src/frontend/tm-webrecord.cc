@@ -77,7 +77,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
 }
 
 void describe(Tool& tool) {
-  tool.options.add_options()                                                                        //
+  tool.options.add_options()                                                                           //
       ("dir", text_value("DIR"), "the recording's directory (made if missing; its CA is kept there)")  //
       ("upstream-ca", text_value("FILE"),
        "check the origins' certificates against the CA certificates in FILE (PEM) instead of the system's")  //
@@ -91,9 +91,9 @@ void describe(Tool& tool) {
 int run_proxy(int argc, char** argv) {
   po::options_description options("tm-webrecord --proxy");
   webrecord::ProxyConfig config;
-  options.add_options()                                              //
-      ("proxy", text_value("DIR"), "the recording's directory")       //
-      ("upstream-ca", text_value("FILE"), "the origins' CA")          //
+  options.add_options()                                                               //
+      ("proxy", text_value("DIR"), "the recording's directory")                       //
+      ("upstream-ca", text_value("FILE"), "the origins' CA")                          //
       ("insecure-upstream", po::bool_switch(&config.insecure_upstream), "no checks")  //
       ("verbose", po::bool_switch(&config.verbose), "a line per exchange");
   try {

@@ -20,7 +20,7 @@ struct RawMessage {
 };
 
 struct RawExchange {
-  std::string address;   // the origin's, IPv6 without brackets
+  std::string address;  // the origin's, IPv6 without brackets
   uint16_t port = 0;
   Scheme scheme = Scheme::kHttp;
   std::string host;      // the name the request was for, without a port

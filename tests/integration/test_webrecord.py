@@ -8,6 +8,7 @@ the same site, tm-webrecord nested inside it records curl fetching every object,
 byte for byte. Bad input is refused in one line; nothing is left after SIGKILL."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -57,26 +58,39 @@ def live_site(tmp_path_factory, root):
         yield site
 
 
-def test_plain_http_and_tls_both_recorded_with_their_fields(root, tools, public_tmp, live_site):
-    """The record's fields (docs/web-recording.md): address, port, scheme, name, protocol, bodies as sent."""
-    site = live_site
-    ca = site.ca
-    urls = [site.plain_url, INDEX]
-    listing, resolve = public_tmp / "urls", public_tmp / "resolve"
-    listing.write_text("".join(u + "\n" for u in urls))
-    resolve.write_text(" ".join(site.curl_resolve()))
-    directory = public_tmp / "rec"
-    r = root.run(record(tools, directory, "--upstream-ca", str(ca), cmd=sh(RECORD_FETCH, listing, resolve)))
-    assert r.returncode == 0, r.stderr
-    assert records(directory) == ["save.00000001", "save.00000002"]
+def decode(path):
+    """The record at PATH as protoc's text format."""
     out = subprocess.run(["protoc", "--decode=tracemod.web.pb.RequestResponse", "--proto_path", SRC,
-                          "web/http_record.proto"],
-                         input=(directory / records(directory)[1]).read_bytes(), capture_output=True)
+                          "web/http_record.proto"], input=path.read_bytes(), capture_output=True)
     assert out.returncode == 0, out.stderr
-    text = out.stdout.decode()
-    print(text[:400])
-    assert 'ip: "10.77.0.1"' in text and "port: 443" in text and "scheme: HTTPS" in text, text
-    assert 'host: "www.replay.test"' in text and 'protocol: "http/1.1"' in text, text
+    return out.stdout.decode(errors="replace")
+
+
+def test_every_protocol_is_recorded_with_its_fields(root, tools, public_tmp, live_site):
+    """The record's fields (docs/web-recording.md): address, port, scheme, name, protocol; HTTP/1.1 plain and over
+    TLS (a chunked gzip body kept with its framing), HTTP/2 (the reason phrase supplied, :authority as Host), a
+    request body both ways; the files numbered in the order the responses completed."""
+    site = live_site
+    resolve = " ".join(site.curl_resolve())
+    curl = f'curl -sS -o /dev/null --cacert "$TM_WEBRECORD_CA" -H "Accept-Encoding: gzip" {resolve}'
+    script = "\n".join([f"{curl} {site.plain_url}", f"{curl} --http1.1 {INDEX}", f"{curl} {INDEX}",
+                         f"{curl} --http1.1 -d a=1 {INDEX}", f"{curl} -d b=2 {INDEX}"])
+    directory = public_tmp / "rec"
+    r = root.run(record(tools, directory, "--upstream-ca", site.ca, cmd=sh(script)))
+    assert r.returncode == 0, r.stderr
+    names = records(directory)
+    assert names == [f"save.{n:08d}" for n in range(1, 6)], names
+    plain, h1, h2, post1, post2 = (decode(directory / n) for n in names)
+    assert 'ip: "10.77.0.1"' in plain and "port: 80" in plain and "scheme: HTTP\n" in plain, plain
+    assert 'protocol: "http/1.1"' in plain and 'host: "www.replay.test"' in plain, plain
+    for text, protocol in ((h1, "http/1.1"), (h2, "h2")):
+        assert 'ip: "10.77.0.1"' in text and "port: 443" in text and "scheme: HTTPS" in text, text
+        assert f'protocol: "{protocol}"' in text and 'host: "www.replay.test"' in text, text
+        assert 'first_line: "GET / HTTP/1.1"' in text and 'first_line: "HTTP/1.1 200 OK"' in text, text
+    assert 'value: "chunked"' in h1 and re.search(r'body: "[0-9a-f]+\\r\\n\\037\\213', h1), h1
+    assert 'key: "Host"\n    value: "www.replay.test"' in h2 and 'value: "chunked"' not in h2, h2
+    assert 'body: "a=1"' in post1 and 'body: "b=2"' in post2 and 'protocol: "h2"' in post2, post2
+    assert '"HTTP/1.1 405 Not Allowed"' in post1 and '"HTTP/1.1 405 Method Not Allowed"' in post2, post1 + post2
 
 
 def test_chromium_records_the_live_site_and_the_recording_replays_it(root, tools, public_tmp, live_site):
@@ -95,6 +109,7 @@ def test_chromium_records_the_live_site_and_the_recording_replays_it(root, tools
     with open(public_tmp / "out" / "runs" / run / "result.json") as f:
         (load,) = json.load(f)["loads"]
     assert load["title"] == f"complete {web_site.PAGE_OBJECTS}", load  # the live site, through the recorder
+    assert set(load["protocols"]) == {"h2"}, load  # HTTP/2 both ways: the origin chose it, the recorder relayed it
     names = records(directory)
     print(f"recorded {len(names)} exchanges")
     assert len(names) >= web_site.PAGE_OBJECTS
@@ -134,7 +149,7 @@ def test_a_replay_recorded_from_inside_it_replays_byte_for_byte(who, tools, publ
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert len(lines) == len(urls) and all(l.split()[0] != "000" for l in lines), r.stdout + r.stderr
-    assert all(l.split()[1] == "1.1" for l in lines if l.split()[2].startswith("https")), r.stdout
+    assert all(l.split()[1] == "2" for l in lines if l.split()[2].startswith("https")), r.stdout  # h2 relayed
     assert len(records(directory)) == len(urls)
     check_replayed(who, tools, public_tmp, directory, site, urls)
 

@@ -39,8 +39,8 @@ RawExchange exchange(const std::string& target, const std::string& body) {
   e.host = "www.replay.test";
   e.protocol = "http/1.1";
   e.request = {"GET " + target + " HTTP/1.1", {{"Host", "www.replay.test"}, {"Accept-Encoding", "gzip"}}, ""};
-  e.response = {"HTTP/1.1 200 OK", {{"Content-Type", "text/plain"}, {"Content-Length", std::to_string(body.size())}},
-                body};
+  e.response = {
+      "HTTP/1.1 200 OK", {{"Content-Type", "text/plain"}, {"Content-Length", std::to_string(body.size())}}, body};
   return e;
 }
 
@@ -71,8 +71,8 @@ TEST(WebWriter, WhatItWritesIsReadBackAsItWas) {
   writer.write(chunked);
   writer.write(h2);
   writer.write(head);
-  EXPECT_EQ(names(dir.path()), (std::vector<std::string>{"save.00000001", "save.00000002", "save.00000003",
-                                                         "save.00000004"}));
+  EXPECT_EQ(names(dir.path()),
+            (std::vector<std::string>{"save.00000001", "save.00000002", "save.00000003", "save.00000004"}));
   const Recording r = load_recording(dir.path());
   ASSERT_EQ(r.exchanges.size(), 4u);
   const Exchange& a = r.exchanges[0];
