@@ -179,8 +179,8 @@ std::string Outside::intercept_rules(const std::string& t, const LinkPlan& p) co
   const std::string port = std::to_string(options_.intercept_web_port);
   const std::string from = "iifname \"" + p.outer_ifname + "\" ";
   std::string r = "add chain " + t + " web { type nat hook prerouting priority dstnat - 1; policy accept; }\n";
-  r += "add rule " + t + " web " + from + "ip protocol tcp tcp dport { 80, 443 } dnat ip to " + p.outer4 + ":" +
-       port + "\n";
+  r += "add rule " + t + " web " + from + "ip protocol tcp tcp dport { 80, 443 } dnat ip to " + p.outer4 + ":" + port +
+       "\n";
   r += "add rule " + t + " web " + from + "ip6 nexthdr tcp tcp dport { 80, 443 } dnat ip6 to [" + p.outer6 +
        "]:" + port + "\n";
   for (const char* hook : {"input", "forward"}) {
