@@ -9,7 +9,9 @@ byte for byte. Bad input is refused in one line; nothing is left after SIGKILL."
 import json
 import os
 import re
+import socket
 import subprocess
+import threading
 
 import pytest
 
@@ -73,14 +75,15 @@ def test_every_protocol_is_recorded_with_its_fields(root, tools, public_tmp, liv
     site = live_site
     resolve = " ".join(site.curl_resolve())
     curl = f'curl -sS -o /dev/null --cacert "$TM_WEBRECORD_CA" -H "Accept-Encoding: gzip" {resolve}'
+    v6 = "https://v6.replay.test/v6.json"
     script = "\n".join([f"{curl} {site.plain_url}", f"{curl} --http1.1 {INDEX}", f"{curl} {INDEX}",
-                         f"{curl} --http1.1 -d a=1 {INDEX}", f"{curl} -d b=2 {INDEX}"])
+                         f"{curl} --http1.1 -d a=1 {INDEX}", f"{curl} -d b=2 {INDEX}", f"{curl} {v6}"])
     directory = public_tmp / "rec"
     r = root.run(record(tools, directory, "--upstream-ca", site.ca, cmd=sh(script)))
     assert r.returncode == 0, r.stderr
     names = records(directory)
-    assert names == [f"save.{n:08d}" for n in range(1, 6)], names
-    plain, h1, h2, post1, post2 = (decode(directory / n) for n in names)
+    assert names == [f"save.{n:08d}" for n in range(1, 7)], names + [r.stderr]
+    plain, h1, h2, post1, post2, inet6 = (decode(directory / n) for n in names)
     assert 'ip: "10.77.0.1"' in plain and "port: 80" in plain and "scheme: HTTP\n" in plain, plain
     assert 'protocol: "http/1.1"' in plain and 'host: "www.replay.test"' in plain, plain
     for text, protocol in ((h1, "http/1.1"), (h2, "h2")):
@@ -90,7 +93,44 @@ def test_every_protocol_is_recorded_with_its_fields(root, tools, public_tmp, liv
     assert 'value: "chunked"' in h1 and re.search(r'body: "[0-9a-f]+\\r\\n\\037\\213', h1), h1
     assert 'key: "Host"\n    value: "www.replay.test"' in h2 and 'value: "chunked"' not in h2, h2
     assert 'body: "a=1"' in post1 and 'body: "b=2"' in post2 and 'protocol: "h2"' in post2, post2
+    assert 'ip: "fd77::3"' in inet6 and 'host: "v6.replay.test"' in inet6 and 'inet6' in inet6, inet6  # IPv6 too
     assert '"HTTP/1.1 405 Not Allowed"' in post1 and '"HTTP/1.1 405 Method Not Allowed"' in post2, post1 + post2
+
+
+# A UDP datagram to $1 port 443, and the answer: "answered", or the error the kernel reported.
+UDP_443 = r'''
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.connect((sys.argv[1], 443))
+try:
+    s.send(b"quic?")
+    s.recv(100)
+    print("answered")
+except OSError as e:
+    print(type(e).__name__)
+'''
+
+
+def test_quic_is_refused_so_browsers_fall_back_to_tcp(root, tools, public_tmp, live_site):
+    """UDP to 443 from the command is rejected in P, though the origin answers it without the recorder."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("10.77.0.1", 443))
+
+    def echo():
+        while True:
+            data, peer = server.recvfrom(100)
+            server.sendto(data, peer)
+
+    threading.Thread(target=echo, daemon=True).start()
+    try:
+        cmd = ["python3", "-c", UDP_443, "10.77.0.1"]
+        without = root.run(tools.delay(0, cmd=cmd))
+        with_recorder = root.run(record(tools, public_tmp / "rec", cmd=cmd))
+    finally:
+        server.close()
+    assert without.stdout.strip() == "answered", without.stderr
+    assert with_recorder.stdout.strip() == "ConnectionRefusedError", with_recorder.stdout + with_recorder.stderr
 
 
 def test_chromium_records_the_live_site_and_the_recording_replays_it(root, tools, public_tmp, live_site):
