@@ -13,6 +13,7 @@
 // outer side in P (--outside), which is how anyone gets an end-to-end far end.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ struct OutsideOptions {
   std::string command;                       // --outside CMD
   std::vector<std::string> argv;             // or a program run as is (tm-webreplay's servers), not with sh -c
   Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen
+  // tm-webrecord: TCP to ports 80 and 443 arriving from the link is sent (DNAT) to this port on the link's outer
+  // addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
+  uint16_t intercept_web_port = 0;
 };
 
 class Outside {
@@ -80,6 +84,7 @@ class Outside {
   void join_by_pasta(bool verbose);
   void on_helper_exit(int status);
   std::string nat_rules(const std::string& table, const std::vector<LinkPlan>& plans) const;
+  std::string intercept_rules(const std::string& table, const LinkPlan& plan) const;
 
   std::string tool_;
   OutsideOptions options_;

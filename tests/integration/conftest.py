@@ -49,7 +49,7 @@ def pytest_configure(config):
         raise pytest.UsageError("the integration tests run as root (they also test as an unprivileged user): "
                                 "use tests/run")
     tools = ("tm-delay", "tm-loss", "tm-link", "tm-trace", "tm-graph", "tm-record", "tm-modulate", "tm-probe",
-             "tm-onoff", "tm-multipath", "tm-webreplay")
+             "tm-onoff", "tm-multipath", "tm-webreplay", "tm-webrecord")
     missing = [t for t in tools if not os.access(os.path.join(BINDIR, t), os.X_OK)]
     if missing:
         raise pytest.UsageError(f"TM_TEST_BINDIR must name a directory holding {', '.join(tools)} "

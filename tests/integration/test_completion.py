@@ -24,6 +24,7 @@ CONTEXTS = [
     ("tm-graph", None, ["--help"], None),
     ("tm-top", None, ["--help"], None),
     ("tm-webreplay", None, ["--help"], None),
+    ("tm-webrecord", None, ["--help"], None),
     ("tm-trace", "validate", ["validate", "--help"], None),
     ("tm-trace", "stats", ["stats", "--help"], None),
     ("tm-trace", "make", ["make", "--help"], None),

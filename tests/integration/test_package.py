@@ -117,7 +117,7 @@ def owned_by_another(directory):
 
 def check_installed_files(listed):
     tools = sorted(os.path.basename(p) for p in listed if p.startswith("/usr/bin/"))
-    assert len(tools) == 13, tools
+    assert len(tools) == 14, tools
     for tool in tools:  # each with its man page and its completion
         assert f"/usr/share/man/man1/{tool}.1.gz" in listed, tool
         assert os.path.realpath(f"/usr/share/bash-completion/completions/{tool}") == \

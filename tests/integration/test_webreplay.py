@@ -258,14 +258,20 @@ def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
     read_until(p, "ready")
     mine = marked(str(public_tmp))
     assert any("--serve" in c for c in mine.values()), mine  # the servers run, as the invoking user
+    assert killed_leaves_nothing(p, str(public_tmp)) == {}
+    assert sorted(os.listdir(public_tmp / "ca")) == ["ca.key", "ca.pem"]  # no temporary keys
+    assert oct(os.stat(public_tmp / "ca" / "ca.key").st_mode & 0o777) == "0o600"
+
+
+def killed_leaves_nothing(p, mark):
+    """SIGKILLs P (a shell spawned with TM_TEST_MARK=MARK); the processes still marked 10 s later (none, if the
+    shell took everything it started with it)."""
     p.send_signal(signal.SIGKILL)
     p.wait()
     deadline = time.monotonic() + 10
-    while (left := marked(str(public_tmp))) and time.monotonic() < deadline:
+    while (left := marked(mark)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert left == {}
-    assert sorted(os.listdir(public_tmp / "ca")) == ["ca.key", "ca.pem"]  # no temporary keys
-    assert oct(os.stat(public_tmp / "ca" / "ca.key").st_mode & 0o777) == "0o600"
+    return left
 
 
 def marked(mark):

@@ -22,7 +22,8 @@ from .workloads import common, registry
 
 @dataclass
 class Level:
-    index: int  # 1 = outermost of the experiment's stack (0: tm-webreplay, put around it by a workload's replay)
+    index: int  # 1 = outermost of the experiment's stack (0: tm-webreplay or tm-webrecord, put around it by a
+    #              workload's replay or record)
     tool: str
     argv: List[str]  # this level's own words, with what tm-run adds
     seed: Optional[int]
@@ -165,6 +166,19 @@ def plan_run(exp, run, rundir):
         ca_dir = os.path.join(rundir, "webreplay-ca")  # a CA of the run's own, which the browser trusts
         levels.insert(0, Level(0, "tm-webreplay", [find_tool("tm-webreplay"), "--ca-dir", ca_dir, replay], None))
         params.update(replay=replay, ca=os.path.join(ca_dir, "ca.pem"))
+        params_json = json.dumps(params, separators=(",", ":"))
+        client[client.index("--params-json") + 1] = params_json
+        has_server = False
+    record = params.get("record") if kind == "browser" else None
+    if record:  # the recorder is outermost: it sees the browser's traffic to the live server beyond the stack
+        if exp.isolated:
+            raise UsageError("[workload] record records a live site beyond the stack: set isolated = false")
+        record = os.path.join(exp.directory, os.path.expanduser(record))
+        argv = [find_tool("tm-webrecord")]
+        if params.get("ca"):  # the server's CA checks the server; the browser trusts the recording's
+            argv += ["--upstream-ca", os.path.join(exp.directory, os.path.expanduser(params["ca"]))]
+        levels.insert(0, Level(0, "tm-webrecord", argv + [record], None))
+        params.update(record=record, ca=os.path.join(record, "ca.pem"))
         params_json = json.dumps(params, separators=(",", ":"))
         client[client.index("--params-json") + 1] = params_json
         has_server = False

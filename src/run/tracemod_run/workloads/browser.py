@@ -69,6 +69,9 @@ PARAMS = {
                                         "instead of site"),
     "replay": Param((str,), None, help="a web recording (a directory, or a HAR file) served by tm-webreplay around "
                                        "the stack, its CA trusted; urls are then whole URLs of it"),
+    "record": Param((str,), None, help="a directory tm-webrecord, around the stack, records every exchange of the "
+                                       "loads into (with server = URL of a live site; ca, if given, checks that "
+                                       "site, and the browser trusts the recording's CA)"),
     "ca": Param((str,), None, help="a CA certificate (PEM) the browser trusts for this run, for server = https"),
     "port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/1.1 port (8080)", read=values.port),
     "tls_port": Param((int,), None, low=1025, high=65535, help="the site's HTTP/2 port (8443)", read=values.port),
@@ -96,6 +99,9 @@ def check(params):
             raise UsageError("[workload] replay serves the recorded site: give no site or server with it")
         if not all("://" in u for u in urls):
             raise UsageError("[workload] with replay, 'urls' are whole URLs of the recording (https://NAME/PATH)")
+    if params.get("record"):
+        if params.get("replay") or params.get("site") or not params.get("server"):
+            raise UsageError("[workload] record records a live site: give server = URL (and no site or replay)")
     server = params.get("server")
     if server and not server.startswith(("http://", "https://")):
         raise UsageError(f"[workload] 'server' must be a URL (http:// or https://), not '{server}'")

@@ -1,0 +1,128 @@
+// tm-webrecord: every HTTP exchange the command makes, recorded while it goes on to the real origins. The
+// shell redirects the link's TCP to ports 80 and 443 to its recorder, which it starts in its parent namespace as
+// `tm-webrecord --proxy DIR` (man/tm-webrecord.1).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "frontend/tool.hh"
+#include "queues/delay_queue.hh"
+#include "shell/command.hh"
+#include "util/error.hh"
+#include "webrecord/proxy.hh"
+#include "webserve/certs.hh"
+
+namespace tracemod {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string own_executable() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find my own executable (/proc/self/exe): " + ec.message());
+  return self.string();
+}
+
+// DIR, made if missing: a directory the user can write, with the recording's CA in it.
+std::string recording_directory(const po::variables_map& vm) {
+  const std::string given = option_text(vm, "dir");
+  if (given.empty()) throw UsageError("missing DIR: give the directory to record into");
+  const fs::path dir = fs::absolute(given);
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(given + ": not a directory");
+  if (!fs::exists(dir, ec) && (::mkdir(dir.c_str(), 0755) < 0))
+    throw UsageError(given + ": cannot make the directory: " + std::strerror(errno));
+  if (::access(dir.c_str(), W_OK | X_OK) < 0) throw UsageError(given + ": cannot write there: " + std::strerror(errno));
+  try {
+    webserve::CertificateAuthority::load_or_create(dir.string());
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+  return dir.string();
+}
+
+QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
+  if (!shell.outside.command.empty())
+    throw UsageError("--outside: tm-webrecord runs its recorder there; nest the shell instead");
+  const bool insecure = vm.count("insecure-upstream") && vm["insecure-upstream"].as<bool>();
+  std::string upstream_ca;
+  if (vm.count("upstream-ca")) {
+    upstream_ca = fs::absolute(option_text(vm, "upstream-ca")).string();
+    if (::access(upstream_ca.c_str(), R_OK) < 0)
+      throw UsageError("--upstream-ca " + option_text(vm, "upstream-ca") + ": " + std::strerror(errno));
+    if (insecure) throw UsageError("--upstream-ca and --insecure-upstream: give one of them");
+    try {
+      webrecord::check_upstream_ca(upstream_ca);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--upstream-ca ") + e.what());
+    }
+  }
+  const std::string dir = recording_directory(vm);
+  shell.outside.argv = {own_executable(), "--proxy", dir};
+  if (!upstream_ca.empty()) shell.outside.argv.insert(shell.outside.argv.end(), {"--upstream-ca", upstream_ca});
+  if (insecure) shell.outside.argv.push_back("--insecure-upstream");
+  if (shell.verbose) shell.outside.argv.push_back("--verbose");
+  shell.outside.intercept_web_port = webrecord::kProxyPort;
+  shell.environment.push_back({"TM_WEBRECORD_CA", dir + "/ca.pem"});
+  shell.prompt_tag = "[webrecord " + fs::path(dir).filename().string() + "]";
+  shell.log_lines.push_back("recording into " + dir);
+  return [](Ferry::Direction, BufferPool&) -> std::unique_ptr<PacketQueue> {
+    return std::make_unique<DelayQueue>(0, kQueueMemoryLimit);
+  };
+}
+
+void describe(Tool& tool) {
+  tool.options.add_options()                                                                           //
+      ("dir", text_value("DIR"), "the recording's directory (made if missing; its CA is kept there)")  //
+      ("upstream-ca", text_value("FILE"),
+       "check the origins' certificates against the CA certificates in FILE (PEM) instead of the system's")  //
+      ("insecure-upstream", po::bool_switch(), "do not check the origins' certificates at all");
+  tool.positional.add("dir", 1);
+  tool.configure = configure;
+}
+
+// The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--verbose]`, which the
+// shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until killed.
+int run_proxy(int argc, char** argv) {
+  po::options_description options("tm-webrecord --proxy");
+  webrecord::ProxyConfig config;
+  options.add_options()                                                               //
+      ("proxy", text_value("DIR"), "the recording's directory")                       //
+      ("upstream-ca", text_value("FILE"), "the origins' CA")                          //
+      ("insecure-upstream", po::bool_switch(&config.insecure_upstream), "no checks")  //
+      ("verbose", po::bool_switch(&config.verbose), "a line per exchange");
+  try {
+    po::variables_map vm;
+    po::store(po::parse_command_line(argc, argv, options), vm);
+    po::notify(vm);
+    config.dir = option_text(vm, "proxy");
+    if (vm.count("upstream-ca")) config.upstream_ca = option_text(vm, "upstream-ca");
+    for (const char* v : {"TM_OUTER", "TM_OUTER6"})
+      if (const char* a = std::getenv(v); a && *a) config.addresses.push_back(a);
+    return webrecord::run_proxy(config);
+  } catch (const std::exception& e) {
+    std::cerr << "tm-webrecord: recorder: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace tracemod
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--proxy") == 0) return tracemod::run_proxy(argc, argv);
+  tracemod::Tool tool;
+  tool.name = "tm-webrecord";
+  tool.synopsis = "[OPTIONS] DIR [-- COMMAND [ARGS...]]";
+  tool.summary =
+      "Run COMMAND (default: your $SHELL) and record every HTTP exchange it makes into DIR, while it goes on to\n"
+      "the real origins: TCP to ports 80 and 443 is intercepted on the link (no proxy setting), TLS is\n"
+      "terminated with a CA made for the recording (DIR/ca.pem, $TM_WEBRECORD_CA). tm-webreplay DIR serves it.";
+  tracemod::describe(tool);
+  return tracemod::run_tool(argc, argv, tool);
+}

@@ -1,0 +1,20 @@
+// HTTP/2 relayed stream by stream between two TLS connections that both chose h2: an nghttp2 server session
+// facing the client, a client session facing the origin, each request submitted to the origin as the client sent
+// it and each response to the client as the origin sent it (DATA as it arrives, flow control by nghttp2).
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <functional>
+
+#include "web/writer.hh"
+
+namespace tracemod::webrecord {
+
+// Relays until either side ends (blocking: it runs on the connection's own thread). BASE holds what every
+// exchange of the connection shares (address, port, scheme, protocol, the SNI name as host); RECORD gets each
+// exchange once its response has ended, in HTTP/1.1's syntax (docs/web-recording.md).
+void relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
+                 const std::function<void(const web::RawExchange&)>& record);
+
+}  // namespace tracemod::webrecord

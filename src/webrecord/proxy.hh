@@ -1,0 +1,32 @@
+// tm-webrecord's recorder: the shell's outside program in P. TCP the shell redirected from the link's ports 80
+// and 443 arrives here; the recorder reads where it was going (SO_ORIGINAL_DST), connects there itself, and
+// relays HTTP/1.1 message by message, plain on 80 and over TLS on 443 (terminated with a leaf from the
+// recording's CA for the name the client asked for, after the origin's own handshake chose the protocol), and
+// HTTP/2 stream by stream where the origin chose h2 (webrecord/http2_relay.hh), writing every completed
+// exchange to the recording (web/writer.hh).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tracemod::webrecord {
+
+// Where the shell redirects to, on its link's outer addresses.
+constexpr uint16_t kProxyPort = 8479;
+
+struct ProxyConfig {
+  std::string dir;                     // the recording: its CA (ca.pem, ca.key) and the records
+  std::vector<std::string> addresses;  // to listen on, at kProxyPort
+  std::string upstream_ca;             // a CA file the origins' certificates are checked against ("": the system's)
+  bool insecure_upstream = false;      // origins' certificates not checked at all
+  bool verbose = false;                // one line per exchange recorded
+};
+
+// Throws Error unless FILE holds at least one CA certificate OpenSSL can read.
+void check_upstream_ca(const std::string& file);
+
+// Listens, then relays and records until killed. Throws Error if the CA or a socket cannot be had.
+int run_proxy(const ProxyConfig& config);
+
+}  // namespace tracemod::webrecord
