@@ -21,11 +21,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string own_executable() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error("cannot find my own executable (/proc/self/exe): " + ec.message());
-  return self.string();
+// Under sudo the recorder runs as the invoking user (as the command does), who must write records into DIR and
+// read the CA's key: what root made here just now (DIR, if it was made; the CA's files) is handed to that user.
+void hand_to_invoking_user(const fs::path& dir, bool made) {
+  const Identity id = command_identity();
+  if (!id.change) return;
+  for (const fs::path& p : {dir, dir / "ca.pem", dir / "ca.key"}) {
+    struct stat st {};
+    if ((p == dir && !made) || ::stat(p.c_str(), &st) < 0 || st.st_uid != 0) continue;
+    if (::chown(p.c_str(), id.uid, id.gid) < 0)
+      throw UsageError(p.string() + ": cannot hand it to " + id.user + ": " + std::strerror(errno));
+  }
 }
 
 // DIR, made if missing: a directory the user can write, with the recording's CA in it.
@@ -35,7 +41,8 @@ std::string recording_directory(const po::variables_map& vm) {
   const fs::path dir = fs::absolute(given);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(given + ": not a directory");
-  if (!fs::exists(dir, ec) && (::mkdir(dir.c_str(), 0755) < 0))
+  const bool made = !fs::exists(dir, ec);
+  if (made && ::mkdir(dir.c_str(), 0755) < 0)
     throw UsageError(given + ": cannot make the directory: " + std::strerror(errno));
   if (::access(dir.c_str(), W_OK | X_OK) < 0) throw UsageError(given + ": cannot write there: " + std::strerror(errno));
   try {
@@ -43,6 +50,7 @@ std::string recording_directory(const po::variables_map& vm) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  hand_to_invoking_user(dir, made);
   return dir.string();
 }
 

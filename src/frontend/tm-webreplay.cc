@@ -31,13 +31,6 @@ std::string default_ca_dir(const std::string& recording, const Identity& id) {
   return std::string(home) + "/.local/state/tracemod/webreplay-ca";
 }
 
-std::string own_executable() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error("cannot find my own executable (/proc/self/exe): " + ec.message());
-  return self.string();
-}
-
 std::vector<std::string> far_addresses(const web::Recording& recording) {
   std::set<std::string> addresses;
   for (const web::Origin& o : web::origins(recording)) addresses.insert(o.address);

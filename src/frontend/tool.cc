@@ -1,6 +1,10 @@
 #include "frontend/tool.hh"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <iostream>
 #include <sstream>
@@ -156,6 +160,13 @@ po::typed_value<std::string>* text_value(const char* value_name) {
 
 std::string option_text(const po::variables_map& vm, const std::string& name) {
   return vm.count(name) ? vm[name].as<std::string>() : std::string();
+}
+
+std::string own_executable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n < 0) throw Error(std::string("cannot find my own executable (/proc/self/exe): ") + std::strerror(errno));
+  return std::string(path, static_cast<size_t>(n));
 }
 
 uint64_t read_seed(const po::variables_map& vm) {

@@ -41,6 +41,8 @@ std::string option_text(const po::variables_map& vm, const std::string& name);
 uint64_t read_seed(const po::variables_map& vm);
 // Declares the --seed that read_seed reads; WHAT says what it seeds ("the jitter").
 void add_seed_option(po::options_description& options, const std::string& what);
+// This program's own path, for a shell that starts itself again on its far side (tm-webreplay --serve).
+std::string own_executable();
 // V as the prompt and log lines show numbers: what operator<< writes ("0.25", "1e-06").
 std::string number_text(double v);
 // The option that sets KEY for direction DIR ("uplink"): "--DIR-KEY" if given, else "--KEY" (both directions)

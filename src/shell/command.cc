@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -53,11 +54,21 @@ bool mount_resolv_conf(const std::string& content) {
 
 void override_resolv_conf(const CommandSpec& spec) {
   if (spec.resolv_conf.empty()) return;
+  // Under sudo only the user's ids are mapped in our user namespace: a tmpfs file made as root (unmapped) is
+  // refused with EOVERFLOW, so it is made as the user the command runs as.
+  const uid_t fsuid = spec.identity.change ? static_cast<uid_t>(setfsuid(spec.identity.uid)) : 0;
+  const gid_t fsgid = spec.identity.change ? static_cast<gid_t>(setfsgid(spec.identity.gid)) : 0;
   bool ok = false;
   try {
     ok = mount_resolv_conf(spec.resolv_conf);
   } catch (const std::exception&) {  // FileDescriptor refuses a failed open; errno still says why
   }
+  const int err = errno;
+  if (spec.identity.change) {
+    setfsuid(fsuid);
+    setfsgid(fsgid);
+  }
+  errno = err;
   if (!ok)
     say(spec, std::string("warning: cannot point /etc/resolv.conf at the host's resolver (") + std::strerror(errno) +
                   "); names may not resolve");

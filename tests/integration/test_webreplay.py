@@ -17,7 +17,7 @@ import time
 import pytest
 
 import web_site
-from conftest import TooSlow, measured, read_until, sh
+from conftest import TooSlow, measured, read_until, sh, sudo_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "web")
@@ -299,3 +299,19 @@ def test_a_ca_directory_that_cannot_be_written_stops_the_shell_naming_it(user, t
     r = user.run(replay(tools, recording, "/root/tm-webreplay-ca", cmd=["true"]))
     assert r.returncode == 1, r.stderr
     assert "/root/tm-webreplay-ca: Permission denied" in r.stderr.splitlines()[0], r.stderr
+
+
+def test_under_sudo_names_resolve_and_a_recording_made_inside_is_the_users(root, user, tools, public_tmp):
+    """sudo tm-webreplay -- tm-webrecord: the command, the servers and the recorder run as the sudo user, whose
+    ids alone are mapped in the shell's user namespace. The replay's resolv.conf is made as that user (as root it
+    would be refused), and the recording's directory and CA, made by root, are handed to the user."""
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    ca, rec = public_tmp / "ca", public_tmp / "rec"
+    script = 'id -un; curl -sS --cacert "$TM_WEBRECORD_CA" -o /dev/null -w "%{http_code}\\n" ' + INDEX
+    inner = tools.shell("tm-webrecord", "--upstream-ca", ca / "ca.pem", rec, cmd=sh(script))
+    r = root.run(replay(tools, recording, str(ca), cmd=inner), env=sudo_env(user))
+    assert r.returncode == 0 and r.stdout.split() == [user.name, "200"], r.stdout + r.stderr
+    assert "cannot point /etc/resolv.conf" not in r.stderr, r.stderr
+    for p in (rec, rec / "ca.key", *rec.glob("save.*")):
+        assert p.stat().st_uid == user.uid, p
+    assert len(list(rec.glob("save.*"))) == 1
