@@ -37,6 +37,24 @@ inline std::string scratch_file(const std::string& name, const std::string& text
   return path;
 }
 
+// A temporary directory of the test's own, removed with what is in it.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/tm-unit-test.XXXXXX";
+    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp in /tmp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 constexpr uint8_t kTcp = 6, kUdp = 17;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kPsh = 0x08, kAck = 0x10, kCwr = 0x80;
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fake.hh"
 #include "probe/probe.pb.h"
 #include "record/distill.hh"
 #include "record/raw_record.hh"
@@ -24,19 +25,7 @@ namespace {
 
 constexpr Nanos kMs = kMillisecond;
 
-// A temporary directory, removed with what is in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tm-record-test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using fake::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);

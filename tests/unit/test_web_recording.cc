@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "fake.hh"
 #include "util/error.hh"
 #include "web/http_record.pb.h"
 #include "web/matcher.hh"
@@ -20,20 +21,7 @@ namespace {
 
 const std::string kData = std::string(TM_TEST_DATA) + "/web";
 
-// A temporary directory, removed with what is in it.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tm-web-test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using fake::TempDir;
 
 void write(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "fake.hh"
 #include "util/error.hh"
 #include "web/recording.hh"
 #include "web/writer.hh"
@@ -18,18 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tm-web-writer.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using fake::TempDir;
 
 RawExchange exchange(const std::string& target, const std::string& body) {
   RawExchange e;

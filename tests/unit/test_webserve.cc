@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "fake.hh"
 #include "util/error.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
@@ -38,19 +39,7 @@ namespace {
 namespace asio = boost::asio;
 using web::Scheme;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tm-webserve-test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using fake::TempDir;
 
 // Ports from the process id, so two runs of the suite side by side do not collide.
 uint16_t port(int offset) {
