@@ -52,6 +52,12 @@ def test_nan_and_inf_are_refused(change, message):
     assert refusal(BASE.replace(*change)).startswith(message)
 
 
+
+def test_a_matrix_value_that_breaks_a_shells_quoting_is_refused_when_the_file_is_read():
+    # Found as a traceback (ValueError from shlex) in the middle of a run.
+    assert refusal(BASE.replace("d = [5, 10]", "d = [5, \"1'0\"]")) == (
+        "exp.toml:3: [[shell]] 1 'run' with configuration d=1'0: No closing quotation (in 'tm-delay 1'0')")
+
 ASSERT = BASE + '[[assert]]\nmetric = "goodput_mbps"\n'
 
 

@@ -441,6 +441,13 @@ def _check_names_used(exp):
     for s in exp.shells:
         exp.shell_line(s, config)
     exp.workload_for(config)
+    for config in exp.configurations():  # and every value must leave the line splittable as a shell's words
+        for s in exp.shells:
+            try:
+                shlex.split(exp.shell_line(s, config))
+            except ValueError as e:
+                raise ConfigError(f"[[shell]] {s.index} 'run' with configuration {config.name}: {e} "
+                                  f"(in '{exp.shell_line(s, config)}')", ("shell", s.index - 1, "run")) from None
 
 
 def parse(text, path="experiment"):
