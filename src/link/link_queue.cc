@@ -31,7 +31,8 @@ LinkQueue::LinkQueue(std::unique_ptr<OpportunitySource> source, Nanos start, Nan
       clock_(start),
       discipline_(std::move(discipline)),
       pool_(pool),
-      log_(std::move(log)) {}
+      log_(std::move(log)),
+      log_current_(log_ ? log_->file() : nullptr) {}
 
 // The K-th opportunity not yet used (absolute time), fetched from the source as needed.
 Nanos LinkQueue::peek(size_t k) const {
@@ -171,10 +172,15 @@ void LinkQueue::dequeue_ready(int lane, Nanos now, PacketSink& out) {
     lateness_[lane].add(now - p.release);
     out.send(std::move(p));
   }
+  log_current_.at(now);
+}
+
+Nanos LinkQueue::next_event(int lane) const {
+  return std::min(next_release(lane), log_current_.due());
 }
 
 // While anything waits, both lanes wake for the next opportunity: it may serve either.
-Nanos LinkQueue::next_event(int lane) const {
+Nanos LinkQueue::next_release(int lane) const {
   if (!merge_.empty()) return merge_.earliest();  // already due: the arrivals wait to be served
   if (!ready_[lane].empty()) return ready_[lane].front().release;
   if (idle()) return finished() ? kNever : end_;

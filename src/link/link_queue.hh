@@ -82,6 +82,7 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   bool shared() const { return lanes_[1] != nullptr; }
   void dropped(QueuedPacket&& q, Nanos now, DropCause cause) override;
   Nanos peek(size_t k) const;
+  Nanos next_release(int lane) const;
   void pop_opportunity();
   bool idle() const { return !transit_.busy && split_.empty() && discipline_->empty(); }
 
@@ -92,6 +93,7 @@ class LinkQueue : public LaneQueue, public LaneServer, private DropSink {
   std::unique_ptr<QueueDiscipline> discipline_;
   BufferPool& pool_;
   std::shared_ptr<LinkLog> log_;
+  KeepCurrent log_current_;
   Transit transit_;
   Ring<QueuedPacket> split_;    // segments of a frame split at the head, served before the discipline's queue
   Ring<QueuedPacket> scratch_;  // segments of an arrival the discipline will not take whole

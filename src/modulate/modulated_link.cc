@@ -27,7 +27,8 @@ ModulatedLink::ModulatedLink(const LinkConfig& config, BufferPool& pool)
       pool_(pool),
       clock_(config.start),
       last_arrival_(config.start),
-      next_state_(config.start) {
+      next_state_(config.start),
+      log_current_(config.log ? config.log->file() : nullptr) {
   for (const State& s : config.schedule->states())
     lossless_.push_back(make_loss_model("loss", s.loss, RandomStream(0, 0))->never());
 }
@@ -152,6 +153,7 @@ void ModulatedLink::dequeue_ready(int lane, Nanos now, PacketSink& out) {
   LaneState& l = lanes_[lane];
   report_drops(l, now);
   send_due_in_order(l.leaving, l.control, now, release_of, [&](Ring<Held>& ring) { send(l, ring, now, out); });
+  log_current_.at(now);
 }
 
 void ModulatedLink::send(LaneState& l, Ring<Held>& ring, Nanos now, PacketSink& out) {
@@ -167,7 +169,7 @@ Nanos ModulatedLink::next_event(int lane) const {
   Nanos next = std::min(first_release(l.leaving, l.control, release_of), first_release(l.refused, l.lost, release_of));
   if (timeline_.once() && clock_ < timeline_.end()) next = std::min(next, timeline_.end());
   if (config_.log) next = std::min(next, next_state_);  // so the log shows each state change when it happens
-  return next;
+  return std::min(next, log_current_.due());
 }
 
 void ModulatedLink::live(int, QueueLive& out) const {

@@ -85,6 +85,7 @@ class ModulatedLink : public LaneServer {
   Nanos clock_;         // how far the link has been emulated (for the log and the end of a schedule played once)
   Nanos last_arrival_;  // the latest arrival: the bottleneck takes packets in the order they arrived
   Nanos next_state_;    // the next state change not yet logged
+  KeepCurrent log_current_;
   uint64_t memory_ = 0;
 };
 

@@ -151,4 +151,15 @@ std::string RecordFile::loss_line() {
          " bytes) not written (" + why_ + ")";
 }
 
+void KeepCurrent::at(Nanos now) {
+  if (!file_ || !file_->pending()) {
+    due_ = kNever;
+  } else if (due_ == kNever) {
+    due_ = now + kEvery;
+  } else if (now >= due_) {
+    file_->flush();
+    due_ = kNever;
+  }
+}
+
 }  // namespace tracemod

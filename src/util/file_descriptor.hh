@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "util/clock.hh"
 
 namespace tracemod {
 
@@ -63,6 +66,7 @@ class RecordFile {
   void appendf(const char* format, ...) __attribute__((format(printf, 2, 3)));
   void end_record();
   void flush();
+  bool pending() const { return !ends_.empty(); }  // whole records not yet written
 
   // Writes the whole records in DATA, records assembled elsewhere: ENDS holds where each ends (offsets into
   // DATA, ascending, the last SIZE). Anything buffered here goes first.
@@ -89,6 +93,21 @@ class RecordFile {
   uint64_t offset_ = 0;       // the file's size: whole records written
   std::string why_;           // empty until a write fails
   uint64_t lost_records_ = 0, lost_bytes_ = 0;
+};
+
+// Keeps a record file current for a part that is given the time and never reads the clock (a queue): whole
+// records reach the file within kEvery of their making, so a log can be read (tm-graph, tail -f) while the shell
+// runs and a SIGKILL loses at most that much. Call at(now) whenever the part runs; wake it by due().
+class KeepCurrent {
+ public:
+  static constexpr Nanos kEvery = 1000 * kMillisecond;
+  explicit KeepCurrent(std::shared_ptr<RecordFile> file) : file_(std::move(file)) {}
+  void at(Nanos now);
+  Nanos due() const { return due_; }
+
+ private:
+  std::shared_ptr<RecordFile> file_;  // null: nothing to keep
+  Nanos due_ = kNever;                // when the records now pending are written
 };
 
 }  // namespace tracemod

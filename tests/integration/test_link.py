@@ -262,6 +262,17 @@ def test_mahimahi_log_format_satisfies_mahimahis_own_reader(root, tools, public_
     assert events > 1000
 
 
+
+def test_the_log_can_be_read_while_the_link_runs(who, tools, public_tmp):
+    # A few pings, then the command reads the link's log itself, 1.5 s later and before the shell ends: every
+    # line is there, not held until a megabyte has gathered or the shell exits (a SIGKILL would lose it).
+    log = os.path.join(public_tmp, "live.log")
+    read = 'ping -c 3 -i 0.2 -q "$TM_BASE" >/dev/null && sleep 1.5 && grep -c " - " "$1"'
+    r = who.run(tools.shell("tm-link", "--uplink-rate", "10mbit", "--downlink-rate", "10mbit",
+                            f"--uplink-log={log}", cmd=sh(read, log)))
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) >= 3, f"{r.stdout.strip()} departures in the log while the link ran"
+
 def trace_opportunities(path, base, end):
     """The times (us) at which a trace played from BASE offers an opportunity, up to END."""
     with open(path) as f:
