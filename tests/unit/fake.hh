@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,14 @@ inline std::string scratch_file(const std::string& name, const std::string& text
 }
 
 // A temporary directory of the test's own, removed with what is in it.
+// The whole of the file at PATH ("" if it cannot be read).
+inline std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 class TempDir {
  public:
   TempDir() {

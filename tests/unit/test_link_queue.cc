@@ -347,24 +347,17 @@ TEST(LinkQueue, MahimahiLogFormatHasWholeMillisecondsAndNoDropLines) {
             "# test\n# base timestamp: 5\n5 + 1500\n5 + 1500\n6 # 1500\n6 - 1500 1\n7 # 1500\n");
 }
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 TEST(LinkQueue, ItsLogReachesTheFileWithinASecondWhileItRuns) {
   fake::TempDir dir;
   auto log = std::make_shared<LinkLog>(dir / "up.log", LinkLog::Format::kTracemod);
   Link k({kMs}, "infinite", "", log);  // one opportunity, then idle for ever
   k.arrive(kFullPayload, 0);
   k.run(2 * kMs);
-  EXPECT_EQ(contents(dir / "up.log"), "");  // a megabyte is not yet gathered
+  EXPECT_EQ(fake::contents(dir / "up.log"), "");  // a megabyte is not yet gathered
   // An idle link would never wake again: it does once more, to write its lines.
   EXPECT_EQ(k.q->next_event(), 2 * kMs + KeepCurrent::kEvery);
   k.run(2 * kMs + KeepCurrent::kEvery);
-  EXPECT_EQ(contents(dir / "up.log"), "0.000 + 1500\n1.000 # 1500\n1.000 - 1500 1.000\n");
+  EXPECT_EQ(fake::contents(dir / "up.log"), "0.000 + 1500\n1.000 # 1500\n1.000 - 1500 1.000\n");
   EXPECT_EQ(k.q->next_event(), kNever);
 }
 

@@ -8,17 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "fake.hh"
 #include "util/file_descriptor.hh"
 
 namespace tracemod {
 namespace {
 
-std::string contents(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using fake::contents;
 
 TEST(RecordFile, WritesWholeRecordsAndReportsNothingLost) {
   char path[] = "/tmp/tm-record-file-XXXXXX";
