@@ -25,7 +25,7 @@ constexpr uint64_t kStreamsPerPath = 16, kLossStreams = 8;
 
 const std::vector<std::string> kKeys = {"trace", "up-trace", "down-trace", "rate",   "up-rate",  "down-rate",
                                         "queue", "up-queue", "down-queue", "delay",  "up-delay", "down-delay",
-                                        "loss",  "up-loss",  "down-loss",  "up-log", "down-log"};
+                                        "loss",  "up-loss",  "down-loss",  "up-log", "down-log", "notice"};
 
 // One direction of a path, read from its spec.
 struct PathDirection {
@@ -99,6 +99,24 @@ void check_files(const std::vector<std::array<PathDirection, 2>>& paths) {
     }
 }
 
+// One direction's withdrawals under notice=NOTICE: none on a constant rate, which never stops.
+NoticeWindows notice_windows(const LinkDirection& d, Nanos notice, bool once) {
+  NoticeWindows w(notice, d.trace ? d.trace->period_ms() : 0, once);
+  if (d.trace) d.trace->for_each_run([&w](uint64_t ms, uint64_t) { w.opportunity(ms); });
+  return w;
+}
+
+// notice=DURATION: when path PATH leaves MPTCP, added to SHELL's notices; nothing without the key.
+void read_notice(const KeyValues& kv, size_t path, const std::array<PathDirection, 2>& dirs, bool once,
+                 ShellOptions& shell) {
+  const std::string* text = kv.find("notice");
+  if (!text) return;
+  const Nanos notice = parse_duration_between(kv.option() + " (notice=)", *text, kMillisecond, kMillisecond, kMaxDelay);
+  std::vector<NoticeWindows> windows;
+  for (const PathDirection& d : dirs) windows.push_back(notice_windows(d.link, notice, once));
+  shell.notices.push_back({path, NoticeSchedule(notice, std::move(windows))});
+}
+
 }  // namespace
 
 std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& shell) {
@@ -106,12 +124,14 @@ std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& sh
   for (size_t i = 0; i < o.specs.size(); ++i) {
     const KeyValues kv("--path " + std::to_string(i + 1), "a path", o.specs[i], kKeys);
     for (int d : {Ferry::kUplink, Ferry::kDownlink}) (*paths)[i][d] = read_direction(kv, i, d, o);
+    read_notice(kv, i, (*paths)[i], o.once, shell);
   }
   check_files(*paths);
   for (const auto& path : *paths)  // what a full disk keeps from a log is reported at exit, as tm-link's
     for (const PathDirection& d : path)
       if (d.link.log) shell.logs.push_back(d.link.log->file());
   auto start = std::make_shared<Nanos>(0);  // every path's traces start at the same instant
+  shell.paths_start = start;                // notice='s schedules count from it
   std::vector<QueueFactory> factories;
   for (size_t i = 0; i < o.specs.size(); ++i)
     factories.push_back([=, shell = shell](Ferry::Direction which, BufferPool& pool) {

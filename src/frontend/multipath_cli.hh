@@ -8,6 +8,9 @@
 //   loss=MODEL                   random loss, each direction, as tm-loss's --uplink-loss with ':' for ','
 //                                (loss=1%, loss=gilbert:p=1%:r=10%; up-loss=, down-loss=)
 //   up-log=FILE, down-log=FILE   the link's log per direction (tm-link's format)
+//   notice=DURATION              once either direction's trace has offered no opportunity for DURATION, the
+//                                path's MPTCP endpoints are withdrawn from the command's path manager, and added
+//                                back when the trace offers again (shell/path_notice.hh); never on a rate
 // A direction crosses its link, then its loss, then its delay.
 #pragma once
 

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   tool.options.add_options()  //
       ("path", po::value<std::vector<std::string>>()->value_name("SPEC")->composing(),
        "a path, in order (path1, path2...): comma-separated trace=FILE or rate=RATE, queue=NAME[:ARG...], "
-       "delay=MS, loss=MODEL (each also up-KEY= and down-KEY=), up-log=FILE, down-log=FILE")                          //
+       "delay=MS, loss=MODEL (each also up-KEY= and down-KEY=), up-log=FILE, down-log=FILE, notice=DURATION (the "
+       "path leaves MPTCP while its trace is off that long)")                                                         //
       ("default-path", text_value("N"), "the path unbound traffic takes (default 1)")                                 //
       ("log-format", text_value("F")->default_value("tracemod"), "tracemod (us, drop lines) or mahimahi (whole ms)")  //
       ("once", "stop at the end of a path's trace instead of looping (the command is then stopped)");

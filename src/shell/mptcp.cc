@@ -31,13 +31,14 @@ Msg new_message(int family, uint8_t command) {
   return msg;
 }
 
-// The nested MPTCP_PM_ATTR_ADDR of an endpoint: family, address, interface and flags.
-void put_address(nl_msg* msg, const std::string& address, int ifindex, uint32_t flags) {
+// The nested MPTCP_PM_ATTR_ADDR of an endpoint: id, family, address, interface and flags.
+void put_address(nl_msg* msg, const std::string& address, int ifindex, uint32_t flags, uint8_t id) {
   unsigned char bytes[16];
   const bool v6 = address.find(':') != std::string::npos;
   if (inet_pton(v6 ? AF_INET6 : AF_INET, address.c_str(), bytes) != 1) throw Error("bad address " + address);
   nlattr* nest = nla_nest_start(msg, MPTCP_PM_ATTR_ADDR | NLA_F_NESTED);
   if (!nest) throw Error("netlink: message too long");
+  nla_put_u8(msg, MPTCP_PM_ADDR_ATTR_ID, id);
   nla_put_u16(msg, MPTCP_PM_ADDR_ATTR_FAMILY, v6 ? AF_INET6 : AF_INET);
   nla_put(msg, v6 ? MPTCP_PM_ADDR_ATTR_ADDR6 : MPTCP_PM_ADDR_ATTR_ADDR4, v6 ? 16 : 4, bytes);
   nla_put_s32(msg, MPTCP_PM_ADDR_ATTR_IF_IDX, ifindex);
@@ -73,10 +74,19 @@ void MptcpPathManager::set_limits(uint32_t subflows, uint32_t add_addr_accepted)
   request(msg.get(), "set MPTCP limits");
 }
 
-void MptcpPathManager::add_subflow_endpoint(const std::string& address, int ifindex) {
+void MptcpPathManager::add_subflow_endpoint(const std::string& address, int ifindex, uint8_t id) {
   Msg msg = new_message(family_, MPTCP_PM_CMD_ADD_ADDR);
-  put_address(msg.get(), address, ifindex, MPTCP_PM_ADDR_FLAG_SUBFLOW);
-  request(msg.get(), "add MPTCP endpoint " + address);
+  put_address(msg.get(), address, ifindex, MPTCP_PM_ADDR_FLAG_SUBFLOW, id);
+  request(msg.get(), "add MPTCP endpoint " + address + " (id " + std::to_string(id) + ")");
+}
+
+void MptcpPathManager::remove_endpoint(uint8_t id) {
+  Msg msg = new_message(family_, MPTCP_PM_CMD_DEL_ADDR);
+  nlattr* nest = nla_nest_start(msg.get(), MPTCP_PM_ATTR_ADDR | NLA_F_NESTED);
+  if (!nest) throw Error("netlink: message too long");
+  nla_put_u8(msg.get(), MPTCP_PM_ADDR_ATTR_ID, id);
+  nla_nest_end(msg.get(), nest);
+  request(msg.get(), "withdraw MPTCP endpoint id " + std::to_string(id));
 }
 
 }  // namespace tracemod

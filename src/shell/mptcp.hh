@@ -24,8 +24,11 @@ class MptcpPathManager {
 
   // How many extra subflows a connection may have, and how many addresses a peer announces it will use.
   void set_limits(uint32_t subflows, uint32_t add_addr_accepted);
-  // ADDRESS (IPv4 or IPv6, no prefix length), on interface IFINDEX, as an endpoint new subflows start from.
-  void add_subflow_endpoint(const std::string& address, int ifindex);
+  // ADDRESS (IPv4 or IPv6, no prefix length), on interface IFINDEX, as endpoint ID (1-255) new subflows start
+  // from.
+  void add_subflow_endpoint(const std::string& address, int ifindex, uint8_t id);
+  // Withdraws endpoint ID: the path manager sends REMOVE_ADDR to each peer and closes the subflows from it.
+  void remove_endpoint(uint8_t id);
 
  private:
   struct SockDeleter {

@@ -187,14 +187,34 @@ void route_by_source(Netlink& nl, const Link& k, size_t i) {
   nl.add_source_rule(p.inner6, table, kPathRulePriority + static_cast<uint32_t>(i));
 }
 
+PathEndpoints endpoints(Netlink& nl, const Links& ks, size_t i) {
+  const Link& k = ks.paths[i];
+  return {k.plan.inner4, k.plan.inner6, endpoint_id(i, false), endpoint_id(i, true), nl.ifindex(k.c_ifname)};
+}
+
 // MPTCP in C: each path's addresses are subflow endpoints, so a connection opens a subflow on every path.
 void enable_mptcp(Netlink& nl, const Links& ks) {
   MptcpPathManager pm;
   pm.set_limits(MptcpPathManager::kMaxLimit, MptcpPathManager::kMaxLimit);
-  for (const Link& k : ks.paths) {
-    pm.add_subflow_endpoint(k.plan.inner4, nl.ifindex(k.c_ifname));
-    pm.add_subflow_endpoint(k.plan.inner6, nl.ifindex(k.c_ifname));
+  for (size_t i = 0; i < ks.paths.size(); ++i) {
+    const PathEndpoints e = endpoints(nl, ks, i);
+    pm.add_subflow_endpoint(e.address4, e.ifindex, e.id4);
+    pm.add_subflow_endpoint(e.address6, e.ifindex, e.id6);
   }
+}
+
+// notice=: a task per path that has it, each with a path manager socket made in C (a socket stays in the
+// namespace it was made in).
+std::vector<std::unique_ptr<PathNoticeTask>> notice_tasks(const Links& ks, const ShellOptions& o,
+                                                          const FileDescriptor& home) {
+  std::vector<std::unique_ptr<PathNoticeTask>> out;
+  if (o.notices.empty()) return out;
+  InNetns in(ks.c, home);
+  Netlink nl;
+  for (const PathNotice& n : o.notices)
+    out.push_back(std::make_unique<PathNoticeTask>(o.tool, n, endpoints(nl, ks, n.path),
+                                                   std::make_unique<MptcpPathManager>(), *o.paths_start, o.verbose));
+  return out;
 }
 
 void configure_command_end(const Links& ks, const ShellOptions& o, const FileDescriptor& home) {
@@ -370,12 +390,15 @@ int run_shell(const ShellOptions& o, const std::vector<QueueFactory>& paths) {
   if (o.capture)
     o.capture->attach(o.tool, o.command_line, o.log_lines, *ferried[0].ferry, *ferried[0].up, *ferried[0].down);
   const std::vector<FerryLink> links = ferry_links(ferried, o.multipath);
+  // After the links are made: their start is set.
+  const std::vector<std::unique_ptr<PathNoticeTask>> notices = notice_tasks(ks, o, home);
   std::unique_ptr<live::Publisher> live = publish(o, spec, depth, links);  // seen from the start
   write_all(go.get(), "g", "start command");
   go.reset();
 
   EventLoop loop(o.tool, links, init, [&] { outside.on_child_exit(); });
   if (live) loop.add_task(live.get());
+  for (const auto& task : notices) loop.add_task(task.get());
   const int status = loop.run();
   if (live) live->finish(monotonic_now());
   for (size_t i = 0; o.verbose && i < ferried.size(); ++i)

@@ -13,6 +13,7 @@
 #include "packet/ferry.hh"
 #include "packet/packet_queue.hh"
 #include "shell/outside.hh"
+#include "shell/path_notice.hh"
 #include "util/file_descriptor.hh"
 
 namespace tracemod {
@@ -33,6 +34,10 @@ struct ShellOptions {
   // enabled, each path's addresses subflow endpoints.
   bool multipath = false;
   size_t default_path = 0;
+  // notice=: the paths whose endpoints leave MPTCP while their traces are dead, and when, from the links'
+  // common time 0 (set when the first link is made).
+  std::vector<PathNotice> notices;
+  std::shared_ptr<const Nanos> paths_start;
   // tm-webreplay: the far side of the link. FAR_ADDRESSES go on the link's outer end in P (gone with the link,
   // SIGKILL included) before the outside program (its servers) starts; with FAR_DNS the command's
   // /etc/resolv.conf names $TM_OUTER, where those servers answer DNS.
