@@ -238,18 +238,18 @@ def mptcp_counters(text):
 
 
 def test_notice_withdraws_the_dead_path_from_mptcp(who, tools, public_tmp):
-    # As the test above, but path 2's device notices the outage after 500 ms (notice=500ms): its endpoints are
+    # As the test above, but path 2's device notices the outage after 100 ms (notice=100ms): its endpoints are
     # withdrawn from the command's path manager, which sends REMOVE_ADDR over path 1, and the sender re-sends
     # path 2's data on path 1 at once instead of after its timers; when the trace comes back the endpoints are
-    # added again and a new subflow joins. Measured on the 2-core VM, five runs: 78.6-91.8% of path 1's rate over
-    # the outage (three of them 85-86%; 74.8-81.7% without notice=), held to 75% here.
+    # added again and a new subflow joins. Measured on the 2-core VM, five runs each: 89.0-91.5% of path 1's rate
+    # over the outage with notice=100ms, 78.6-91.8% with 500ms, 74.8-81.7% without; held to 80% here.
     trace = onoff_trace(public_tmp, 4, 5, 30)
     logs = [str(public_tmp / f"path{i}.down") for i in (1, 2)]
-    paths = [f"{PATHS[0]},down-log={logs[0]}", f"trace={trace},delay={DELAYS[1]},down-log={logs[1]},notice=500ms"]
+    paths = [f"{PATHS[0]},down-log={logs[0]}", f"trace={trace},delay={DELAYS[1]},down-log={logs[1]},notice=100ms"]
     cmd = sh('python3 -c "$1" 12 >"$2"; cat /proc/net/netstat', MPTCP_RECEIVER, str(public_tmp / "received"))
     r = who.run(multipath(tools, *paths, outside=MPTCP_SENDER, options=["-v"], cmd=cmd), timeout=60)
     assert r.returncode == 0, r.stderr
-    assert re.search(r"^tm-multipath: path 2: withdrawn from MPTCP at 45\d\d ms", r.stderr, re.M), r.stderr
+    assert re.search(r"^tm-multipath: path 2: withdrawn from MPTCP at 41\d\d ms", r.stderr, re.M), r.stderr
     assert re.search(r"^tm-multipath: path 2: back in MPTCP at 90\d\d ms", r.stderr, re.M), r.stderr
     counters = mptcp_counters(r.stdout)
     assert counters.get("RmAddrTx", 0) >= 1 and counters.get("MPJoinSynTx", 0) >= 2, counters
@@ -261,7 +261,7 @@ def test_notice_withdraws_the_dead_path_from_mptcp(who, tools, public_tmp):
     received = lambda t: max((b for s, b in samples if s <= t), default=0)
     assert samples and samples[-1][0] >= on, f"the transfer ended before the outage did: {samples[-1:]}"
     goodput = (received(on) - received(off)) * 8 / 5
-    assert goodput >= 0.75 * RATES[0], f"{goodput / 1e6:.2f} Mbit/s of goodput over the outage"
+    assert goodput >= 0.8 * RATES[0], f"{goodput / 1e6:.2f} Mbit/s of goodput over the outage"
 
 
 @pytest.mark.parametrize("argv, message", [
