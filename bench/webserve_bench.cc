@@ -18,6 +18,7 @@
 
 #include "web/matcher.hh"
 #include "web/recording.hh"
+#include "webserve/bodies.hh"
 #include "webserve/certs.hh"
 #include "webserve/server.hh"
 
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
     const Clock::time_point t0 = Clock::now();
     webserve::CertificateAuthority ca = webserve::CertificateAuthority::load_or_create(dir + "/ca");
     const web::Matcher matcher(recording);
+    webserve::Bodies bodies(recording, nullptr, 1);
     boost::asio::io_context io{1};
-    webserve::ReplayServer server(io, recording, matcher, ca, std::cerr);
+    webserve::ReplayServer server(io, matcher, bodies, ca, std::cerr);
     server.listen();
     const double start_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     std::cout << "start_ms " << start_ms << " origins " << server.origin_count() << " objects "

@@ -1,16 +1,24 @@
 // tm-webreplay: a recorded web site served from the far side of the link, every origin at its own address.
-// The shell starts its servers in its parent namespace as `tm-webreplay --serve` (man/tm-webreplay.1).
+// The recording is read and checked once, here, before anything starts; the shell's server in its parent
+// namespace (`tm-webreplay --serve`) is handed what was read (web/snapshot.hh) and parses nothing again
+// (man/tm-webreplay.1).
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include "frontend/tool.hh"
 #include "queues/delay_queue.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 #include "web/recording.hh"
+#include "web/snapshot.hh"
+#include "webserve/certs.hh"
 #include "webserve/serve.hh"
 
 namespace tracemod {
@@ -18,17 +26,37 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr Nanos kServerReadyWait = 120000 * kMillisecond;  // encoding a large HAR's bodies again takes a while
+
 // Where the CA lives unless --ca-dir says: in a recording tm-webrecord made, its own (ca.pem beside the records);
 // for another's (Mahimahi's, which reads every file of its directory as a record, or a HAR file), one CA per
 // user, made on first use, rather than a file written into the recording.
 std::string default_ca_dir(const std::string& recording, const Identity& id) {
   const fs::path p = fs::absolute(recording);
-  if (fs::is_directory(p) && fs::exists(p / "ca.pem")) return p.string();
+  std::error_code ec;
+  if (fs::is_directory(p, ec) && fs::exists(p / "ca.pem", ec)) return p.string();
   const char* state = id.change ? nullptr : std::getenv("XDG_STATE_HOME");
   if (state && *state == '/') return std::string(state) + "/tracemod/webreplay-ca";
   const char* home = id.change ? id.home.c_str() : std::getenv("HOME");
-  if (!home || *home != '/') throw UsageError("no $HOME for the CA: give --ca-dir DIR");
+  if (!home || *home != '/') throw UsageError("no $HOME for the replay's CA: give --ca-dir DIR");
   return std::string(home) + "/.local/state/tracemod/webreplay-ca";
+}
+
+// The CA's directory, its CA loaded or made (and the directories above it) as the user the servers run as,
+// before anything starts: what cannot be made there is a usage error naming the directory.
+std::string ca_directory(const po::variables_map& vm, const std::string& recording) {
+  const Identity id = command_identity();
+  const bool given = vm.count("ca-dir") > 0;
+  if (given && option_text(vm, "ca-dir").empty()) throw UsageError("--ca-dir: give a directory, not ''");
+  const std::string dir = given ? fs::absolute(option_text(vm, "ca-dir")).string() : default_ca_dir(recording, id);
+  try {
+    const FilesAs as_user(id);
+    webserve::CertificateAuthority::load_or_create(dir);
+  } catch (const Error& e) {
+    throw UsageError(std::string(given ? "--ca-dir: " : "the replay's CA (give --ca-dir DIR to put it elsewhere): ") +
+                     e.what());
+  }
+  return dir;
 }
 
 std::vector<std::string> far_addresses(const web::Recording& recording) {
@@ -37,82 +65,134 @@ std::vector<std::string> far_addresses(const web::Recording& recording) {
   return {addresses.begin(), addresses.end()};
 }
 
-// Checks the recording before anything starts, so that a bad one is a usage error (exit 2) naming the file.
-web::Recording read_recording(const po::variables_map& vm) {
+// Reads and checks the recording before anything starts, so that a bad one is a usage error (exit 2) naming the
+// file, and says what it left out or changed.
+web::Recording read_recording(const po::variables_map& vm, const std::string& tool) {
   const std::string path = option_text(vm, "recording");
   if (path.empty()) throw UsageError("missing recording: give a recording directory or a HAR file");
+  web::Recording recording;
   try {
-    web::Recording recording = web::load_recording(path);
-    web::give_addresses(recording);
-    return recording;
+    recording = web::load_recording(path);
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
+  for (const std::string& line : web::describe_notes(recording)) std::cerr << tool << ": " << line << "\n";
+  web::give_addresses(recording);
+  return recording;
 }
 
-// What a HAR file lacked, said once: the replay serves those entries with empty bodies, or not at all.
-void say_what_is_missing(const web::Recording& r, ShellOptions& shell) {
-  if (r.missing_bodies)
-    std::cerr << shell.tool << ": " << r.path << ": " << r.missing_bodies
-              << " responses were saved without their content: they are served with an empty body\n";
-  if (r.skipped)
-    std::cerr << shell.tool << ": " << r.path << ": " << r.skipped
-              << " entries have no response or no http(s) URL: they are left out\n";
+// RECORDING in a memory file for the server's standard input.
+std::shared_ptr<FileDescriptor> snapshot(const web::Recording& recording) {
+  const int fd = memfd_create("tm-webreplay recording", MFD_CLOEXEC);
+  if (fd < 0) throw_errno("memfd_create", errno);
+  auto file = std::make_shared<FileDescriptor>(fd);
+  web::write_snapshot(recording, file->get());
+  return file;
+}
+
+// The server's own options, as given to the shell.
+std::vector<std::string> server_options(const po::variables_map& vm) {
+  std::vector<std::string> out;
+  for (const char* flag : {"strict", "keep-dates", "deterministic"})
+    if (vm[flag].as<bool>()) out.push_back(std::string("--") + flag);
+  if (vm.count("ignore-param"))
+    for (const std::string& p : vm["ignore-param"].as<std::vector<std::string>>()) {
+      if (p.empty()) throw UsageError("--ignore-param: give a query parameter's name, not ''");
+      out.insert(out.end(), {"--ignore-param", p});
+    }
+  if (vm.count("seed")) {
+    if (!vm["deterministic"].as<bool>()) throw UsageError("--seed seeds --deterministic's script: give both");
+    out.insert(out.end(), {"--seed", std::to_string(parse_seed(option_text(vm, "seed")))});
+  }
+  return out;
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   if (!shell.outside.command.empty())
     throw UsageError("--outside: tm-webreplay runs its own servers there; nest the shell instead");
-  const web::Recording recording = read_recording(vm);
-  say_what_is_missing(recording, shell);
-  const std::string path = fs::absolute(recording.path).string();
-  const std::string ca_dir = vm.count("ca-dir") ? fs::absolute(option_text(vm, "ca-dir")).string()
-                                                : default_ca_dir(recording.path, command_identity());
-  shell.far_addresses = far_addresses(recording);
+  const std::vector<std::string> options = server_options(vm);
+  std::shared_ptr<FileDescriptor> file;
+  size_t exchanges = 0;
+  std::string path;
+  {
+    const web::Recording recording = read_recording(vm, shell.tool);  // freed once its snapshot is written
+    path = fs::absolute(recording.path).string();
+    exchanges = recording.exchanges.size();
+    shell.far_addresses = far_addresses(recording);
+    file = snapshot(recording);
+  }
+  const std::string ca_dir = ca_directory(vm, path);
   shell.far_dns = true;
-  shell.outside.argv = {own_executable(), "--serve", path, "--ca-dir", ca_dir};
+  shell.outside.argv = {own_executable(), "--serve", "--ca-dir", ca_dir, "--ready-fd", "3"};
+  shell.outside.argv.insert(shell.outside.argv.end(), options.begin(), options.end());
+  shell.outside.stdin_fd = file->get();
+  shell.outside.says_ready = true;
+  shell.outside.name = "the replay's server";
+  shell.outside.command_wait = kServerReadyWait;
   // A replay is the recorded site and nothing else: the outermost shell is not joined to the host.
   shell.outside.path = OutsideOptions::Path::kIsolated;
   shell.environment.push_back({"TM_WEBREPLAY_CA", ca_dir + "/ca.pem"});  // CertificateAuthority's file
   shell.prompt_tag = "[webreplay " + fs::path(path).filename().string() + "]";
-  shell.log_lines.push_back("recording " + path + ": " + std::to_string(recording.exchanges.size()) +
-                            " exchanges, " + std::to_string(shell.far_addresses.size()) + " addresses");
-  return [](Ferry::Direction, BufferPool&) -> std::unique_ptr<PacketQueue> {
+  shell.log_lines.push_back("recording " + path + ": " + std::to_string(exchanges) + " exchanges, " +
+                            std::to_string(shell.far_addresses.size()) + " addresses");
+  // The factory keeps the snapshot's file open until the shell has started its server.
+  return [file](Ferry::Direction, BufferPool&) -> std::unique_ptr<PacketQueue> {
     return std::make_unique<DelayQueue>(0, kQueueMemoryLimit);
   };
 }
 
 void describe(Tool& tool) {
-  tool.options.add_options()                                                   //
+  tool.options.add_options()                                                               //
       ("recording", text_value("RECORDING"), "the recording: a directory, or a HAR file")  //
       ("ca-dir", text_value("DIR"),
        "the CA's directory (ca.pem, ca.key), made there if absent (default: the recording's own if it has one, "
-       "else ~/.local/state/tracemod/webreplay-ca)");
+       "else $XDG_STATE_HOME/tracemod/webreplay-ca, else ~/.local/state/tracemod/webreplay-ca)")  //
+      ("ignore-param", po::value<std::vector<std::string>>()->value_name("NAME")->composing(),
+       "a query parameter matching ignores on both sides (a cache-buster, a timestamp); repeatable")  //
+      ("strict", po::bool_switch(),
+       "match the whole query, and answer no request from another scheme's recording")  //
+      ("keep-dates", po::bool_switch(),
+       "serve Date, Expires, Last-Modified and cookie expiry as recorded (default: moved to the replay's time)")  //
+      ("deterministic", po::bool_switch(),
+       "put a script first in every HTML document that fixes Date, Math.random and crypto's random values "
+       "(CSP rewritten to let it run)")  //
+      ("seed", text_value("N"), "seed of --deterministic's randomness (default: the recording's time)");
   tool.positional.add("recording", 1);
   tool.configure = configure;
 }
 
-// The far side, `tm-webreplay --serve RECORDING --ca-dir DIR`, which the shell starts in its parent namespace:
-// loads the recording, takes the CA and serves every origin, and DNS on $TM_OUTER, until SIGTERM.
+// The far side, `tm-webreplay --serve --ca-dir DIR [--ready-fd N] [OPTIONS]`, which the shell starts in its parent
+// namespace with the recording's snapshot as standard input: takes the CA and serves every origin, and DNS on
+// $TM_OUTER, until SIGTERM.
 int run_server(int argc, char** argv) {
   po::options_description options("tm-webreplay --serve");
-  options.add_options()                                 //
-      ("serve", text_value("RECORDING"), "the recording")  //
-      ("ca-dir", text_value("DIR"), "the CA's directory");
+  webserve::ServeConfig config;
+  int ready_fd = -1;
+  options.add_options()                                                                           //
+      ("serve", "the recording's snapshot is standard input")                                     //
+      ("ca-dir", text_value("DIR"), "the CA's directory")                                         //
+      ("ready-fd", po::value<int>(&ready_fd), "where to say it is ready")                         //
+      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "ignored parameters")  //
+      ("strict", po::bool_switch(&config.server.strict), "strict")                                //
+      ("keep-dates", po::bool_switch(&config.server.keep_dates), "dates as recorded")             //
+      ("deterministic", po::bool_switch(&config.deterministic), "the deterministic script")       //
+      ("seed", po::value<uint64_t>(), "its seed");
   try {
     po::variables_map vm;
     po::store(po::parse_command_line(argc, argv, options), vm);
     po::notify(vm);
-    web::Recording recording = web::load_recording(option_text(vm, "serve"));
-    web::give_addresses(recording);  // as the shell did: the same addresses
-    webserve::ServeConfig config;
+    const web::Recording recording = web::read_snapshot(0);
     config.recording = &recording;
     config.ca_dir = option_text(vm, "ca-dir");
+    config.ready_fd = ready_fd;
+    config.match.strict = config.server.strict;
+    if (vm.count("ignore-param")) config.match.ignored_params = vm["ignore-param"].as<std::vector<std::string>>();
+    if (vm.count("seed")) config.seed = vm["seed"].as<uint64_t>();
     for (const char* v : {"TM_OUTER", "TM_OUTER6"})
       if (const char* a = std::getenv(v); a && *a) config.dns_addresses.push_back(a);
     return webserve::serve(config);
   } catch (const std::exception& e) {
-    std::cerr << "tm-webreplay: far side: " << e.what() << "\n";
+    std::cerr << "tm-webreplay: the replay's server: " << e.what() << "\n";
     return 1;
   }
 }
@@ -127,8 +207,9 @@ int main(int argc, char** argv) {
   tool.synopsis = "[OPTIONS] RECORDING [-- COMMAND [ARGS...]]";
   tool.summary =
       "Run COMMAND (default: your $SHELL) against a recorded web site: every recorded origin is served at its\n"
-      "own address and port on the far side of the link (HTTP/1.1 and HTTP/2, TLS with a CA made for the\n"
-      "recording), with DNS for every recorded name. RECORDING: a tracemod or Mahimahi directory, or a HAR file.";
+      "own address and port on the far side of the link (HTTP/1.1 and HTTP/2 as each was recorded, TLS with a CA\n"
+      "made for the replay), with DNS for every recorded name. RECORDING: a tracemod or Mahimahi directory, or a\n"
+      "HAR file.";
   tracemod::describe(tool);
   return tracemod::run_tool(argc, argv, tool);
 }

@@ -93,11 +93,16 @@ void become(const CommandSpec& spec) {
   }
 }
 
-// An --outside command reads nothing and writes to the shell's standard error.
-void detach_streams() {
-  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null >= 0) dup2(null, 0);
+// An --outside command reads nothing (or what the shell hands it) and writes to the shell's standard error; a
+// program that says when it is ready does so on file descriptor 3. Both are first copied above 10, so that
+// neither can be overwritten by the other's dup2.
+void place_streams(const CommandSpec& spec) {
+  const int in =
+      spec.stdin_fd >= 0 ? fcntl(spec.stdin_fd, F_DUPFD_CLOEXEC, 10) : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int ready = spec.ready_fd >= 0 ? fcntl(spec.ready_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  if (in >= 0) dup2(in, 0);
   dup2(2, 1);
+  if (ready >= 0) dup2(ready, 3);
 }
 
 [[noreturn]] void exec_command(const CommandSpec& spec) {
@@ -106,7 +111,7 @@ void detach_streams() {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (spec.detach) detach_streams();
+  if (spec.detach) place_streams(spec);
   become(spec);
   std::vector<char*> argv, envp;
   for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -143,6 +148,18 @@ Identity command_identity() {
   return id;
 }
 
+FilesAs::FilesAs(const Identity& id) : changed_(id.change) {
+  if (!changed_) return;
+  gid_ = static_cast<gid_t>(setfsgid(id.gid));  // the group first: once the uid is the user's, it may not change
+  uid_ = static_cast<uid_t>(setfsuid(id.uid));
+}
+
+FilesAs::~FilesAs() {
+  if (!changed_) return;
+  setfsuid(uid_);
+  setfsgid(gid_);
+}
+
 void run_init(const CommandSpec& spec, int go_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   char go = 0;
@@ -153,7 +170,7 @@ void run_init(const CommandSpec& spec, int go_fd) {
   override_resolv_conf(spec);
 
   // As pid 1 we receive only signals we handle; a handler (kept blocked, read via signalfd) makes them arrive.
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = noop_handler;
   for (int s : forwarded_signals()) sigaction(s, &sa, nullptr);
   const SignalFd signals(shell_signals(), /*blocking=*/true);
@@ -164,6 +181,9 @@ void run_init(const CommandSpec& spec, int go_fd) {
     _exit(1);
   }
   if (child == 0) exec_command(spec);
+  // Only the command holds these now: its readiness pipe must end (EOF) when it does.
+  if (spec.ready_fd >= 0) ::close(spec.ready_fd);
+  if (spec.stdin_fd >= 0) ::close(spec.stdin_fd);
 
   for (;;) {
     signalfd_siginfo si;

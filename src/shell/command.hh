@@ -23,6 +23,22 @@ struct Identity {
 // Who the command should run as: the sudo user when root was reached through sudo, otherwise the caller.
 Identity command_identity();
 
+// While it lives, the calling thread makes and opens files as ID's user (setfsuid, setfsgid) where ID changes
+// user (sudo), so what a shell makes for its command before it starts (tm-webreplay's CA) is the user's, with
+// the user's permissions checked.
+class FilesAs {
+ public:
+  explicit FilesAs(const Identity& id);
+  ~FilesAs();
+  FilesAs(const FilesAs&) = delete;
+  FilesAs& operator=(const FilesAs&) = delete;
+
+ private:
+  bool changed_ = false;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+};
+
 struct CommandSpec {
   std::string tool;               // for messages: "tm-delay"
   std::vector<std::string> argv;  // never empty
@@ -30,6 +46,8 @@ struct CommandSpec {
   Identity identity;
   std::string resolv_conf;  // if not empty: what the command sees as /etc/resolv.conf
   bool detach = false;      // a session of its own, stdin from /dev/null, stdout to stderr (--outside)
+  int stdin_fd = -1;        // detached: its standard input instead of /dev/null (the shell's own file descriptor)
+  int ready_fd = -1;        // given to the command as file descriptor 3 (it says there when it is ready)
 };
 
 // Runs in the freshly forked init. Waits for one byte on GO_FD (EOF: the shell gave up), then starts the

@@ -1,10 +1,13 @@
 #include "shell/outer_command.hh"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -65,11 +68,20 @@ bool serving(const std::string& line, bool tcp, const std::set<unsigned long>& i
 
 }  // namespace
 
-OuterCommand::OuterCommand(CommandSpec spec) {
+OuterCommand::OuterCommand(CommandSpec spec, std::string name, bool ready_pipe) : name_(std::move(name)) {
   spec.detach = true;
+  FileDescriptor writer;
+  if (ready_pipe) {
+    int fds[2];
+    check_syscall("pipe", pipe2(fds, O_CLOEXEC));
+    ready_ = FileDescriptor(fds[0]);
+    writer = FileDescriptor(fds[1]);
+    spec.ready_fd = writer.get();
+  }
   FileDescriptor go;
   init_ = start_init(spec, go);
-  write_all(go.get(), "g", "start the --outside command");
+  writer.reset();  // only the program holds the writing end: its end is the pipe's end
+  write_all(go.get(), "g", "start " + name_);
 }
 
 OuterCommand::~OuterCommand() {
@@ -103,14 +115,38 @@ bool OuterCommand::listening() const {
   return false;
 }
 
+void OuterCommand::exited_early() {
+  int raw = 0;
+  while (waitpid(init_, &raw, 0) < 0 && errno == EINTR) {
+  }
+  init_ = -1;
+  throw Error(name_ + " exited with status " + std::to_string(exit_status(raw)) + " before the command started");
+}
+
+bool OuterCommand::wait_until_ready(Nanos wait) {
+  const Nanos deadline = monotonic_now() + wait;
+  for (;;) {
+    pollfd p{ready_.get(), POLLIN, 0};
+    const Nanos left = std::max<Nanos>(0, deadline - monotonic_now());
+    const int n = poll(&p, 1, static_cast<int>(std::min<Nanos>(left / kMillisecond + 1, 1000)));
+    if (n < 0 && errno != EINTR) throw_errno("wait for " + name_, errno);
+    if (n > 0) {
+      char byte;
+      const ssize_t got = ::read(ready_.get(), &byte, 1);
+      if (got == 1) return true;
+      if (got == 0) exited_early();  // it closed the pipe without a word: it is ending, or has ended
+    }
+    if (monotonic_now() >= deadline) return false;
+  }
+}
+
 bool OuterCommand::wait_until_listening(Nanos wait) {
   const Nanos deadline = monotonic_now() + wait;
   for (;;) {
     int raw = 0;
     if (waitpid(init_, &raw, WNOHANG) == init_) {
       init_ = -1;
-      throw Error("the --outside command exited with status " + std::to_string(exit_status(raw)) +
-                  " before the command started");
+      throw Error(name_ + " exited with status " + std::to_string(exit_status(raw)) + " before the command started");
     }
     if (listening()) return true;
     if (monotonic_now() >= deadline) return false;

@@ -16,8 +16,10 @@ namespace tracemod {
 
 class OuterCommand {
  public:
-  // Starts SPEC (argv: sh -c CMD; spec.detach is set here) in the caller's current network namespace.
-  explicit OuterCommand(CommandSpec spec);
+  // Starts SPEC (argv: sh -c CMD; spec.detach is set here) in the caller's current network namespace. NAME is
+  // how messages call it ("the --outside command"). With READY_PIPE, it gets a pipe as file descriptor 3 to
+  // say it is ready on (wait_until_ready).
+  OuterCommand(CommandSpec spec, std::string name, bool ready_pipe = false);
   ~OuterCommand();  // kills it if it still runs
   OuterCommand(const OuterCommand&) = delete;
   OuterCommand& operator=(const OuterCommand&) = delete;
@@ -26,6 +28,9 @@ class OuterCommand {
   // at most WAIT. Returns false if WAIT passed first; throws Error ("... exited with status N before ...") if it
   // ended first.
   bool wait_until_listening(Nanos wait);
+  // Waits until it writes a byte to its readiness pipe, at most WAIT. Returns false if WAIT passed first; throws
+  // Error ("NAME exited with status N before ...") if it ended first.
+  bool wait_until_ready(Nanos wait);
   // After SIGCHLD: true, once, if it has exited; STATUS then holds its exit status (128+N for signal N).
   bool reap(int& status);
   // Asks it to stop (SIGTERM), kills it after GRACE, and waits.
@@ -33,7 +38,10 @@ class OuterCommand {
 
  private:
   bool listening() const;
+  [[noreturn]] void exited_early();
+  std::string name_;
   pid_t init_ = -1;
+  FileDescriptor ready_;  // the readiness pipe's reading end
 };
 
 }  // namespace tracemod

@@ -202,7 +202,7 @@ void Outside::connect(const std::vector<LinkPlan>& plans, Netlink& p_nl) {
     }
   }
   if (path_ == Path::kIsolated && !options_.intercept_web_port) return;  // nothing lies beyond P0
-  const LinkPlan& first = plans.front();  // its sibling number is this shell's alone
+  const LinkPlan& first = plans.front();                                 // its sibling number is this shell's alone
   const std::string table = "tracemod_" + std::to_string(first.level) + "_" + std::to_string(first.sibling);
   nat_ = std::make_unique<OwnedNftTable>(table, nat_rules(table, plans));
 }
@@ -210,10 +210,14 @@ void Outside::connect(const std::vector<LinkPlan>& plans, Netlink& p_nl) {
 void Outside::start_command(CommandSpec spec) {
   if (options_.command.empty() && options_.argv.empty()) return;
   spec.argv = options_.argv.empty() ? std::vector<std::string>{"/bin/sh", "-c", options_.command} : options_.argv;
-  command_ = std::make_unique<OuterCommand>(std::move(spec));
-  if (options_.command_wait > 0 && !command_->wait_until_listening(options_.command_wait))
-    std::cerr << tool_ << ": the --outside command opened no listening socket within "
-              << static_cast<double>(options_.command_wait) / 1e9 << " s; starting the command anyway\n";
+  spec.stdin_fd = options_.stdin_fd;
+  command_ = std::make_unique<OuterCommand>(std::move(spec), options_.name, options_.says_ready);
+  const Nanos wait = options_.command_wait;
+  if (wait <= 0) return;
+  if (options_.says_ready ? !command_->wait_until_ready(wait) : !command_->wait_until_listening(wait))
+    std::cerr << tool_ << ": " << options_.name
+              << (options_.says_ready ? " was not ready" : " opened no listening socket") << " within "
+              << static_cast<double>(wait) / 1e9 << " s; starting the command anyway\n";
 }
 
 // The helper (or pasta, which it became) died while the command ran: killed by someone, or by the OOM killer.
@@ -241,7 +245,7 @@ void Outside::on_child_exit() {
   if (int status = 0; host_ && host_->running() && host_->reap_if_exited(&status)) on_helper_exit(status);
   int status = 0;
   if (command_ && command_->reap(status))
-    std::cerr << tool_ << ": the --outside command exited with status " << status
+    std::cerr << tool_ << ": " << options_.name << " exited with status " << status
               << (status > 128 ? " (killed by signal " + std::to_string(status - 128) + ")" : std::string())
               << " while the command ran\n";
 }

@@ -38,11 +38,16 @@ constexpr const char* kBase6 = "fd74:6d00:1::1";
 
 struct OutsideOptions {
   enum class Path { kAuto, kPasta, kIsolated };
-  Path path = Path::kAuto;                   // --pasta, --isolated
-  bool forwarding = false;                   // --forwarding: turn the host's forwarding on for the kernel path
-  std::string command;                       // --outside CMD
-  std::vector<std::string> argv;             // or a program run as is (tm-webreplay's servers), not with sh -c
-  Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen
+  Path path = Path::kAuto;                     // --pasta, --isolated
+  bool forwarding = false;                     // --forwarding: turn the host's forwarding on for the kernel path
+  std::string command;                         // --outside CMD
+  std::vector<std::string> argv;               // or a program run as is (tm-webreplay's servers), not with sh -c
+  std::string name = "the --outside command";  // how messages call it: "the replay's server"
+  // The program says it is ready on file descriptor 3 (a byte), rather than by listening: it may listen on
+  // thousands of addresses, and the command must not start before the last.
+  bool says_ready = false;
+  int stdin_fd = -1;                         // the program's standard input (default /dev/null)
+  Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen (or say ready)
   // tm-webrecord: TCP to ports 80 and 443 arriving from the link is sent (DNAT) to this port on the link's outer
   // addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
   uint16_t intercept_web_port = 0;

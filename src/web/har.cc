@@ -1,56 +1,79 @@
-// HAR 1.2 files as browsers' developer tools save them "with content" (Chromium, Firefox).
+// HAR 1.2 files as browsers' developer tools and other HAR writers save them "with content" (Chromium, Firefox,
+// Safari, Firebug, Fiddler, Charles, WebPageTest, chrome-har...). simdjson reads the file (a 68 MB HAR in tens
+// of milliseconds, its strings viewed in place); nlohmann-json reads it again only when simdjson refuses it, for
+// the line a syntax error is on.
+#include <simdjson.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "web/http_date.hh"
 #include "web/reading.hh"
+#include "web/wire.hh"
 
 namespace tracemod::web {
 namespace {
 
-using nlohmann::json;
+using simdjson::dom::element;
 
-// Where a HAR entry is, for messages ("site.har: entry 12", counted from 1), and its reading.
+// Where a HAR entry is, for messages ("site.har: entry 12", counted from 1).
 struct Where {
   std::string text;
   [[noreturn]] void fail(const std::string& why) const { throw UsageError(text + ": " + why); }
 };
 
-// OBJ's member KEY, or null if OBJ is no object or lacks it (a JSON null counts as absent).
-const json* member(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  const auto it = obj.find(key);
-  return it == obj.end() || it->is_null() ? nullptr : &*it;
+// OBJ's member KEY, or nothing if OBJ is no object or lacks it (a JSON null counts as absent).
+std::optional<element> member(element obj, std::string_view key) {
+  simdjson::dom::object o;
+  element value;
+  if (obj.get(o) || o.at_key(key).get(value) || value.is_null()) return std::nullopt;
+  return value;
 }
 
 // KEY of OBJ as a string (NAME in messages, e.g. "request.url"); "" if absent and not REQUIRED.
-std::string string_at(const json& obj, const char* key, const std::string& name, const Where& where,
-                      bool required = false) {
-  const json* value = member(obj, key);
+std::string_view string_at(element obj, std::string_view key, const std::string& name, const Where& where,
+                           bool required = false) {
+  const std::optional<element> value = member(obj, key);
   if (!value) {
     if (required) where.fail("no " + name);
-    return "";
+    return {};
   }
-  if (!value->is_string()) where.fail(name + " is not a string");
-  return value->get<std::string>();
+  std::string_view s;
+  if (value->get(s)) where.fail(name + " is not a string");
+  return s;
 }
 
-const json& object_at(const json& obj, const char* key, const std::string& name, const Where& where) {
-  const json* value = member(obj, key);
+element object_at(element obj, std::string_view key, const std::string& name, const Where& where) {
+  const std::optional<element> value = member(obj, key);
   if (!value) where.fail("no " + name);
   if (!value->is_object()) where.fail(name + " is not an object");
   return *value;
 }
 
-json parse_har(const std::string& path) {
-  const std::string text = read_file(path);
+// A number at KEY of OBJ, if there is one.
+std::optional<double> number_at(element obj, std::string_view key) {
+  const std::optional<element> value = member(obj, key);
+  double d;
+  if (!value || !value->is_number() || value->get(d)) return std::nullopt;
+  return d;
+}
+
+// The line (counted from 1) of the syntax error nlohmann finds in TEXT and its reason, for a file simdjson refused.
+std::string syntax_error(const std::string& path, std::string_view text, const char* simdjson_reason) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
+    const nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end());
+    (void)parsed;
+  } catch (const nlohmann::json::parse_error& e) {
     // nlohmann counts bytes; a line is what an editor shows. Its message, after "... column C: ", says why.
     const size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
@@ -58,17 +81,44 @@ json parse_har(const std::string& path) {
     const size_t column = why.find(", column ");
     if (column != std::string::npos && why.find(": ", column) != std::string::npos)
       why = why.substr(why.find(": ", column) + 2);
-    throw UsageError(path + ": line " + std::to_string(line) + ": " + why);
-  } catch (const json::exception& e) {  // a number too large for any type: no place given
+    return path + ": line " + std::to_string(line) + ": " + why;
+  } catch (const nlohmann::json::exception& e) {  // a number too large for any type: no place given
     const std::string why = e.what();
-    throw UsageError(path + ": not a HAR file: " + why.substr(why.find("] ") + 2));
+    return path + ": not a HAR file: " + why.substr(why.find("] ") + 2);
   }
+  return path + ": not a HAR file: " + simdjson_reason;
 }
 
-const std::string kBase64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// The file's text, which must be a regular file (a FIFO would block the check forever), its UTF-8 byte order
+// mark (Fiddler writes one) left out.
+simdjson::padded_string read_text(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw UsageError(path + ": not a regular file (give a HAR file or a recording directory)");
+  simdjson::padded_string text;
+  if (const auto error = simdjson::padded_string::load(path).get(text)) {
+    if (error == simdjson::IO_ERROR) throw_errno(path, errno ? errno : EIO);
+    throw UsageError(path + ": " + simdjson::error_message(error));
+  }
+  if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0)
+    text = simdjson::padded_string(text.data() + 3, text.size() - 3);
+  return text;
+}
+
+int base64_value(unsigned char c) {
+  static const auto table = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  return table[c];
+}
 
 // Content the HAR holds in base64 (a binary body), decoded; false if it is not base64.
-bool decode_base64(const std::string& text, std::string& out) {
+bool decode_base64(std::string_view text, std::string& out) {
+  out.reserve(text.size() / 4 * 3);
   uint32_t bits = 0;
   int count = 0;
   size_t padding = 0;
@@ -78,44 +128,34 @@ bool decode_base64(const std::string& text, std::string& out) {
       ++padding;
       continue;
     }
-    const size_t value = kBase64.find(c);
-    if (value == std::string::npos || padding > 0) return false;
+    const int value = base64_value(static_cast<unsigned char>(c));
+    if (value < 0 || padding > 0) return false;
     bits = (bits << 6) | static_cast<uint32_t>(value);
     if ((count += 6) >= 8) out.push_back(static_cast<char>((bits >> (count -= 8)) & 0xff));
   }
   return padding <= 2 && count < 6;
 }
 
-std::vector<Header> read_headers(const json& message, const std::string& name, const Where& where) {
+std::vector<Header> read_headers(element message, const std::string& name, const Where& where) {
   std::vector<Header> headers;
-  const json* list = member(message, "headers");
+  const std::optional<element> list = member(message, "headers");
   if (!list) return headers;
-  if (!list->is_array()) where.fail(name + ".headers is not an array");
-  for (const json& h : *list)
-    headers.push_back({string_at(h, "name", name + ".headers[].name", where, true),
-                       string_at(h, "value", name + ".headers[].value", where)});
+  simdjson::dom::array array;
+  if (list->get(array)) where.fail(name + ".headers is not an array");
+  for (element h : array)
+    headers.push_back({std::string(string_at(h, "name", name + ".headers[].name", where, true)),
+                       std::string(string_at(h, "value", name + ".headers[].value", where))});
   return headers;
 }
 
-// HTTP/2's pseudo-headers in a HAR (Chromium lists them): :authority becomes Host, the others go.
-void drop_pseudo_headers(std::vector<Header>& headers, bool keep_authority) {
-  if (keep_authority && !find_header(headers, "Host")) {
+// HTTP/2's pseudo-headers in a HAR request (Chromium lists them): :authority becomes Host, the others go.
+void drop_pseudo_headers(std::vector<Header>& headers) {
+  if (!find_header(headers, "Host")) {
     for (Header& h : headers)
       if (h.name == ":authority") h.name = "Host";
   }
   headers.erase(std::remove_if(headers.begin(), headers.end(),
                                [](const Header& h) { return !h.name.empty() && h.name[0] == ':'; }),
-                headers.end());
-}
-
-// A HAR holds the body decoded (content coding undone), so the headers that described the coded body go; the
-// server frames the body again itself.
-void drop_framing_headers(std::vector<Header>& headers) {
-  headers.erase(std::remove_if(headers.begin(), headers.end(),
-                               [](const Header& h) {
-                                 return iequals(h.name, "Content-Encoding") || iequals(h.name, "Content-Length") ||
-                                        iequals(h.name, "Transfer-Encoding");
-                               }),
                 headers.end());
 }
 
@@ -147,89 +187,137 @@ uint16_t url_port(const Url& url, const std::string& text, const Where& where) {
   return static_cast<uint16_t>(std::stoi(digits));
 }
 
-// "h2" for what browsers write for HTTP/2 ("h2", "HTTP/2", "http/2.0"); "http/1.1" for anything else.
-std::string protocol_of(std::string version) {
+// "h2" for what HAR writers write for HTTP/2 ("h2", "HTTP/2", "http/2.0"), and for HTTP/3 (an origin that spoke h3
+// to the browser speaks h2 over TCP too); "http/1.1" for HTTP/1.x; "" where the file does not say ("unknown", "").
+std::string protocol_of(std::string_view text) {
+  std::string version(text);
   for (char& c : version) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return version == "h2" || version == "http/2" || version == "http/2.0" ? "h2" : "http/1.1";
+  if (version == "h2" || version == "http/2" || version == "http/2.0" || version == "h3" || version == "http/3" ||
+      version.rfind("h3-", 0) == 0)
+    return "h2";
+  if (version.rfind("http/1", 0) == 0 || version == "http/0.9") return "http/1.1";
+  return "";
 }
 
-std::string request_version(const std::string& protocol, const std::string& har_version) {
+std::string request_version(const std::string& protocol, std::string_view har_version) {
   if (protocol == "h2") return "HTTP/2";
-  return iequals(har_version, "HTTP/1.0") ? "HTTP/1.0" : "HTTP/1.1";
+  return iequals(std::string(har_version), "HTTP/1.0") ? "HTTP/1.0" : "HTTP/1.1";
 }
 
 bool may_have_body(int status, const std::string& method) {
   return status >= 200 && status != 204 && status != 304 && method != "HEAD";
 }
 
-// The response body; counts in MISSING a body the response had but the file did not save.
-std::string read_content(const json& response, int status, const std::string& method, const Where& where,
-                         size_t& missing) {
-  const json* content = member(response, "content");
-  if (!content) return "";
-  const json* text = member(*content, "text");
+// The response body into R; counts in NOTES a body the response had but the file did not save, one shorter than
+// its content.size, and one with no size to check.
+void read_content(element response, Response& r, const std::string& method, const Where& where, ReadNotes& notes) {
+  const std::optional<element> content = member(response, "content");
+  if (!content) return;
+  const std::optional<double> size = number_at(*content, "size");
+  const std::optional<element> text = member(*content, "text");
   if (!text) {
-    const json* size = member(*content, "size");
-    if (size && size->is_number() && size->get<double>() > 0 && may_have_body(status, method)) ++missing;
-    return "";
+    if (size && *size > 0 && may_have_body(r.status, method)) ++notes.missing_bodies;
+    return;
   }
-  if (!text->is_string()) where.fail("response.content.text is not a string");
-  if (string_at(*content, "encoding", "response.content.encoding", where) != "base64") return text->get<std::string>();
-  std::string body;
-  if (!decode_base64(text->get<std::string>(), body)) where.fail("response.content.text is not base64");
-  return body;
+  std::string_view s;
+  if (text->get(s)) where.fail("response.content.text is not a string");
+  if (string_at(*content, "encoding", "response.content.encoding", where) != "base64") {
+    r.body = std::string(s);
+  } else if (!decode_base64(s, r.body)) {
+    where.fail("response.content.text is not base64");
+  }
+  r.decoded = true;
+  if (!size) {
+    if (!r.body.empty()) ++notes.unsized;
+  } else if (*size > static_cast<double>(r.body.size())) {
+    if (notes.short_bodies++ == 0)
+      notes.first_short = where.text + ": " + std::to_string(r.body.size()) + " of " +
+                          std::to_string(static_cast<uint64_t>(*size)) + " bytes";
+  }
+  // A status that has no body but was saved with one (Firefox keeps a 304's cached body beside it) stands for
+  // the 200 the body came with: its type, which the 304 does not repeat, is the content's.
+  const std::string_view type = string_at(*content, "mimeType", "response.content.mimeType", where);
+  if (!r.body.empty() && !may_have_body(r.status, method) && !type.empty() && !find_header(r.headers, "Content-Type"))
+    r.headers.push_back({"Content-Type", std::string(type)});
 }
 
-int read_status(const json& response, const Where& where) {
-  const json* status = member(response, "status");
+int read_status(element response, const Where& where) {
+  const std::optional<element> status = member(response, "status");
   if (!status) where.fail("no response.status");
-  if (!status->is_number_integer() || status->get<int64_t>() < 0 || status->get<int64_t>() > 999)
-    where.fail("response.status is not a status code");
-  return status->get<int>();
+  int64_t value;
+  if (status->get(value) || value < 0 || value > 999) where.fail("response.status is not a status code");
+  return static_cast<int>(value);
 }
 
-Request read_request(const json& request, const std::string& protocol, const Url& url, const Where& where) {
+Request read_request(element request, const std::string& protocol, const Url& url, const Where& where) {
   Request r;
-  r.method = string_at(request, "method", "request.method", where, true);
+  r.method = std::string(string_at(request, "method", "request.method", where, true));
+  if (!is_token(r.method)) where.fail("request.method " + quote_text(r.method) + " is not a method");
   r.target = url.target;
   r.version = request_version(protocol, string_at(request, "httpVersion", "request.httpVersion", where));
   r.headers = read_headers(request, "request", where);
-  drop_pseudo_headers(r.headers, true);
-  if (const json* post = member(request, "postData")) r.body = string_at(*post, "text", "request.postData.text", where);
+  drop_pseudo_headers(r.headers);
+  if (const std::optional<element> post = member(request, "postData"))
+    r.body = std::string(string_at(*post, "text", "request.postData.text", where));
   return r;
 }
 
-Response read_response(const json& response, int status, const std::string& method, const Where& where,
-                       size_t& missing) {
+Response read_response(element response, int status, const std::string& method, const Where& where, ReadNotes& notes) {
   Response r;
   r.status = status;
-  r.reason = string_at(response, "statusText", "response.statusText", where);
+  r.reason = std::string(string_at(response, "statusText", "response.statusText", where));
   r.headers = read_headers(response, "response", where);
-  drop_pseudo_headers(r.headers, false);
-  drop_framing_headers(r.headers);
-  r.body = read_content(response, status, method, where, missing);
+  read_content(response, r, method, where, notes);
+  fit_for_wire(r, notes);
   return r;
 }
 
-// ENTRY as an exchange, or false if it is none the replay could serve; counts in MISSING a body not saved.
-bool read_entry(const json& entry, const Where& where, size_t& missing, Exchange& e) {
-  const json& request = object_at(entry, "request", "request", where);
-  const json& response = object_at(entry, "response", "response", where);
-  const std::string url_text = string_at(request, "url", "request.url", where, true);
-  const int status = read_status(response, where);
+// Whether a response of status 0 was saved all the same, headers and body: one the browser did receive.
+bool saved_anyway(element response) {
+  const std::optional<element> content = member(response, "content");
+  const std::optional<element> text = content ? member(*content, "text") : std::nullopt;
+  simdjson::dom::array headers;
+  const std::optional<element> list = member(response, "headers");
+  return text && list && !list->get(headers) && headers.size() > 0;
+}
+
+// The address ENTRY was served from: the URL's own if its host is an IP literal, else serverIPAddress; "" (for
+// give_addresses) if that is none a replay can serve at (a proxy's 127.0.0.1), counted in NOTES.
+std::string entry_address(element entry, const std::string& host, const Where& where, ReadNotes& notes) {
+  if (std::string literal = servable_address(host); !literal.empty()) return literal;
+  std::string_view recorded = string_at(entry, "serverIPAddress", "serverIPAddress", where);
+  if (recorded.size() > 1 && recorded.front() == '[') recorded = recorded.substr(1, recorded.size() - 2);
+  if (recorded.empty()) return "";
+  std::string address = servable_address(recorded);
+  if (address.empty()) ++notes.readdressed;
+  return address;
+}
+
+// ENTRY as an exchange, or false if it is none the replay could serve (no response, not http(s)).
+bool read_entry(element entry, const Where& where, ReadNotes& notes, Exchange& e) {
+  const element request = object_at(entry, "request", "request", where);
+  const element response = object_at(entry, "response", "response", where);
+  const std::string url_text(string_at(request, "url", "request.url", where, true));
+  int status = read_status(response, where);
   const Url url = split_url(url_text);
-  if (status == 0 || (url.scheme != "http" && url.scheme != "https")) return false;  // no response; data:, ws:
-  std::string version = string_at(response, "httpVersion", "response.httpVersion", where);
-  if (version.empty()) version = string_at(request, "httpVersion", "request.httpVersion", where);
+  if (url.scheme != "http" && url.scheme != "https") return false;  // data:, ws:
+  if (status == 0 && !saved_anyway(response)) return false;         // no response: blocked, aborted, failed
+  if (status == 0) status = 200, ++notes.zero_status;
+  std::string_view version = string_at(response, "httpVersion", "response.httpVersion", where);
+  if (protocol_of(version).empty()) version = string_at(request, "httpVersion", "request.httpVersion", where);
   e.scheme = url.scheme == "https" ? Scheme::kHttps : Scheme::kHttp;
   e.port = url_port(url, url_text, where);
   e.protocol = protocol_of(version);
   e.request = read_request(request, e.protocol, url, where);
   const std::string* host = find_header(e.request.headers, "Host");
   e.host = host_name(host ? *host : url.authority);
-  e.address = string_at(entry, "serverIPAddress", "serverIPAddress", where);
-  if (!e.address.empty() && e.address.front() == '[') e.address = e.address.substr(1, e.address.size() - 2);
-  e.response = read_response(response, status, e.request.method, where, missing);
+  if (!requestable_host(e.host)) where.fail("request.url " + quote_text(url_text) + ": no host a client can ask for");
+  e.address = entry_address(entry, e.host, where, notes);
+  e.response = read_response(response, status, e.request.method, where, notes);
+  if (const std::string* date = find_header(e.response.headers, "Date"); date && parse_http_date(*date))
+    e.recorded_ms = *parse_http_date(*date) * 1000;
+  else if (auto started = parse_iso8601_ms(string_at(entry, "startedDateTime", "startedDateTime", where)))
+    e.recorded_ms = *started;
   e.source = where.text;
   return true;
 }
@@ -249,18 +337,31 @@ void fill_addresses(Recording& recording) {
 }  // namespace
 
 void read_har(Recording& recording) {
-  const json har = parse_har(recording.path);
-  const json* log = member(har, "log");
-  const json* entries = log ? member(*log, "entries") : nullptr;
-  if (!entries || !entries->is_array()) throw UsageError(recording.path + ": not a HAR file: no log.entries");
-  for (size_t i = 0; i < entries->size(); ++i) {
-    const Where where{recording.path + ": entry " + std::to_string(i + 1)};
+  const simdjson::padded_string text = read_text(recording.path);
+  simdjson::dom::parser parser;
+  element har;
+  if (const auto error = parser.parse(text).get(har))
+    throw UsageError(
+        syntax_error(recording.path, std::string_view(text.data(), text.size()), simdjson::error_message(error)));
+  const std::optional<element> log = member(har, "log");
+  const std::optional<element> entries = log ? member(*log, "entries") : std::nullopt;
+  simdjson::dom::array list;
+  if (!entries || entries->get(list)) throw UsageError(recording.path + ": not a HAR file: no log.entries");
+  ReadNotes& notes = recording.notes;
+  size_t n = 0;
+  for (element entry : list) {
+    const Where where{recording.path + ": entry " + std::to_string(++n)};
     Exchange e;
-    if (read_entry((*entries)[i], where, recording.missing_bodies, e)) {
-      recording.exchanges.push_back(std::move(e));
-    } else {
-      ++recording.skipped;
+    try {
+      if (!read_entry(entry, where, notes, e)) {
+        ++notes.skipped;
+        continue;
+      }
+    } catch (const UsageError& bad) {
+      if (notes.malformed++ == 0) notes.first_malformed = bad.what();
+      continue;
     }
+    recording.exchanges.push_back(std::move(e));
   }
   fill_addresses(recording);
 }

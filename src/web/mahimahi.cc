@@ -10,8 +10,10 @@
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "web/http_date.hh"
 #include "web/http_record.pb.h"
 #include "web/reading.hh"
+#include "web/wire.hh"
 
 namespace tracemod::web {
 namespace {
@@ -75,11 +77,24 @@ Request read_request(const pb::HTTPMessage& m, const std::string& file) {
   return r;
 }
 
+// A body shorter than the Content-Length its response gave (a recorder stopped mid-body): served as it is, said.
+void note_short_body(const Response& r, bool head, const std::string& file, ReadNotes& notes) {
+  const std::string* length = find_header(r.headers, "Content-Length");
+  if (!length || head || r.status < 200 || r.status == 204 || r.status == 304 ||
+      find_header(r.headers, "Transfer-Encoding"))
+    return;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(length->c_str(), &end, 10);
+  if (end == length->c_str() || n <= r.body.size()) return;
+  if (notes.short_bodies++ == 0)
+    notes.first_short = file + ": " + std::to_string(r.body.size()) + " of " + std::to_string(n) + " bytes";
+}
+
 // Mahimahi stores a body as it came after the headers, so a chunked one keeps its framing. Beast reads the
 // status line and the framing Mahimahi itself went by (Transfer-Encoding; HEAD, 1xx, 204 and 304 have no body)
 // and removes the chunking; the headers themselves are taken as recorded, not through a parser that could
-// refuse an origin's odd one.
-Response read_response(const pb::HTTPMessage& m, bool head, const std::string& file) {
+// refuse an origin's odd one, and then made fit for the wire (web/wire.hh).
+Response read_response(const pb::HTTPMessage& m, bool head, const std::string& file, ReadNotes& notes) {
   Response r;
   for (const pb::HTTPHeader& h : m.header()) r.headers.push_back({h.key(), h.value()});
   const std::string* coding = find_header(r.headers, "Transfer-Encoding");
@@ -96,6 +111,8 @@ Response read_response(const pb::HTTPMessage& m, bool head, const std::string& f
   r.status = static_cast<int>(parser.get().result_int());
   r.reason = std::string(parser.get().reason());
   r.body = std::move(parser.get().body());
+  note_short_body(r, head, file, notes);
+  fit_for_wire(r, notes);
   return r;
 }
 
@@ -115,7 +132,7 @@ std::string request_host(const pb::RequestResponse& rr, const Request& request) 
   return host_name(request.target.substr(colon + 3, request.target.find('/', colon + 3) - colon - 3));
 }
 
-Exchange read_exchange(const std::string& file) {
+Exchange read_exchange(const std::string& file, ReadNotes& notes) {
   const std::string data = read_file(file);
   pb::RequestResponse rr;
   bool parsed = false;
@@ -130,14 +147,21 @@ Exchange read_exchange(const std::string& file) {
   if (rr.port() == 0 || rr.port() > 65535) throw not_a_record(file, "port " + std::to_string(rr.port()));
   Exchange e;
   e.scheme = rr.scheme() == pb::RequestResponse::HTTPS ? Scheme::kHttps : Scheme::kHttp;
-  e.address = rr.ip().front() == '[' ? rr.ip().substr(1, rr.ip().size() - 2) : rr.ip();
+  const std::string ip = rr.ip().front() == '[' ? rr.ip().substr(1, rr.ip().size() - 2) : rr.ip();
+  if (!is_ip_address(ip)) throw not_a_record(file, "ip " + quote_text(rr.ip()) + " is no IP address");
+  e.address = servable_address(ip);
+  if (e.address.empty()) ++notes.readdressed;  // a loopback address: give_addresses gives one
   e.port = static_cast<uint16_t>(rr.port());
   e.protocol = checked_protocol(rr, file);
   e.request = read_request(rr.request(), file);
   e.host = request_host(rr, e.request);
+  if (!requestable_host(e.host))
+    throw not_a_record(file, "host " + quote_text(e.host) + " is no name a client can ask for");
   e.request.target = origin_form(e.request.target);
   if (e.protocol == "h2") e.request.version = "HTTP/2";
-  e.response = read_response(rr.response(), e.request.method == "HEAD", file);
+  e.response = read_response(rr.response(), e.request.method == "HEAD", file, notes);
+  if (const std::string* date = find_header(e.response.headers, "Date"))
+    if (const auto seconds = parse_http_date(*date)) e.recorded_ms = *seconds * 1000;
   e.source = file;
   return e;
 }
@@ -145,8 +169,14 @@ Exchange read_exchange(const std::string& file) {
 }  // namespace
 
 void read_directory(Recording& recording) {
-  for (const std::string& name : record_files(recording.path))
-    recording.exchanges.push_back(read_exchange((fs::path(recording.path) / name).string()));
+  ReadNotes& notes = recording.notes;
+  for (const std::string& name : record_files(recording.path)) {
+    try {
+      recording.exchanges.push_back(read_exchange((fs::path(recording.path) / name).string(), notes));
+    } catch (const UsageError& bad) {
+      if (notes.malformed++ == 0) notes.first_malformed = bad.what();
+    }
+  }
 }
 
 }  // namespace tracemod::web

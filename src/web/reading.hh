@@ -21,10 +21,4 @@ std::string host_name(const std::string& authority);
 // TARGET in origin form: an absolute-form target ("http://a.example/x?y") reduced to "/x?y"; others as they are.
 std::string origin_form(const std::string& target);
 
-// The value of the first header named NAME (case-insensitive), or null.
-const std::string* find_header(const std::vector<Header>& headers, const std::string& name);
-
-// Names equal regardless of ASCII case.
-bool iequals(const std::string& a, const std::string& b);
-
 }  // namespace tracemod::web

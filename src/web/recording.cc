@@ -59,8 +59,61 @@ Recording load_recording(const std::string& path) {
   } else {
     read_har(recording);
   }
-  if (recording.exchanges.empty()) throw UsageError(path + ": no recorded exchanges");
+  if (recording.exchanges.empty()) {
+    const ReadNotes& n = recording.notes;
+    throw UsageError(n.malformed ? n.first_malformed + " (and no other exchange could be read either)"
+                                 : path + ": no recorded exchanges");
+  }
   return recording;
+}
+
+namespace {
+
+// WHERE ("site.har: entry 12: why") without the recording's own path, which the line begins with already.
+std::string without_path(const std::string& where, const std::string& path) {
+  return where.rfind(path + ": ", 0) == 0 ? where.substr(path.size() + 2) : where;
+}
+
+std::string count(size_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::vector<std::string> describe_notes(const Recording& recording) {
+  const ReadNotes& n = recording.notes;
+  const std::string& p = recording.path;
+  std::vector<std::string> lines;
+  if (n.malformed)
+    lines.push_back(p + ": " + count(n.malformed, "entry", "entries") + " could not be read and " +
+                    (n.malformed == 1 ? "is" : "are") + " left out (the first, " + without_path(n.first_malformed, p) +
+                    ")");
+  if (n.skipped)
+    lines.push_back(p + ": " + count(n.skipped, "entry has", "entries have") +
+                    " no response or no http(s) URL: left out");
+  if (n.zero_status)
+    lines.push_back(p + ": " + count(n.zero_status, "entry has", "entries have") +
+                    " status 0 but a response saved (Firefox writes that for pushed streams): served as 200");
+  if (n.missing_bodies)
+    lines.push_back(p + ": " + count(n.missing_bodies, "response was", "responses were") +
+                    " saved without their content: served with an empty body");
+  if (n.short_bodies)
+    lines.push_back(p + ": " + count(n.short_bodies, "body is", "bodies are") +
+                    " shorter than the size recorded for them (the first, " + without_path(n.first_short, p) +
+                    "): served as they are");
+  if (n.unsized)
+    lines.push_back(p + ": " + count(n.unsized, "body has", "bodies have") +
+                    " no recorded size (content.size) to check them against");
+  if (n.readdressed)
+    lines.push_back(p + ": " + count(n.readdressed, "entry was", "entries were") +
+                    " recorded at an address no replay can serve at (loopback, a proxy's; unspecified, multicast, "
+                    "link-local): their names get addresses of their own");
+  if (n.split + n.repaired + n.dropped)
+    lines.push_back(p + ": " + count(n.split + n.repaired + n.dropped, "header field", "header fields") +
+                    " changed to be sent: " + std::to_string(n.split) + " joined values split, " +
+                    std::to_string(n.repaired) + " names cut at the wrong colon mended, " + std::to_string(n.dropped) +
+                    " dropped (no token for a name, or a control byte in the value)");
+  return lines;
 }
 
 size_t give_addresses(Recording& recording) {

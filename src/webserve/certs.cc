@@ -180,6 +180,19 @@ std::string pem(EVP_PKEY* key) {
 CertificateAuthority::CertificateAuthority(std::string dir, X509Ptr cert, PkeyPtr key)
     : dir_(std::move(dir)), cert_(std::move(cert)), key_(std::move(key)), leaf_key_(new_p256_key()) {}
 
+namespace {
+
+// DIR and every directory above it that is missing, each 0700 (a state directory's mode, XDG's too).
+void make_directories(const std::string& dir) {
+  for (size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    const std::string part = dir.substr(0, at);
+    if (!part.empty() && mkdir(part.c_str(), 0700) < 0 && errno != EEXIST) throw_errno(part, errno);
+    if (at == std::string::npos) return;
+  }
+}
+
+}  // namespace
+
 CertificateAuthority CertificateAuthority::load_or_create(const std::string& dir) {
   const std::string cert_path = dir + "/ca.pem", key_path = dir + "/ca.key";
   const bool have_cert = exists(cert_path), have_key = exists(key_path);
@@ -192,7 +205,7 @@ CertificateAuthority CertificateAuthority::load_or_create(const std::string& dir
       throw Error(key_path + ": not the key of " + cert_path + ": " + ssl_reason());
     return CertificateAuthority(dir, std::move(cert), std::move(key));
   }
-  if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir, errno);
+  make_directories(dir);
   PkeyPtr key = new_p256_key();
   X509Ptr cert = new_certificate("tracemod web replay CA " + random_hex(4), key.get(), 3650);
   check_ssl(X509_set_issuer_name(cert.get(), X509_get_subject_name(cert.get())) == 1, "CA issuer");

@@ -19,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 // What the session gathers of one request stream, and then what it answers with.
 struct Stream {
   std::string method, path, authority, host;
-  ReplayServer::Served served{};
+  std::vector<web::Header> headers;  // the request's, pseudo-headers but :authority left out
+  Served served{};
   size_t offset = 0;                       // of the body sent so far
   std::vector<std::string> names, values;  // the response's headers, lower-cased
   Clock::time_point start;
@@ -77,6 +78,7 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
       s->authority = std::move(v);
     else if (n == "host")
       s->host = std::move(v);
+    if (n.empty() || n[0] != ':') s->headers.push_back({std::string(n), std::move(v)});
     return 0;
   }
 
@@ -116,10 +118,10 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
 
   void respond(int32_t stream_id, Stream& s) {
     s.start = Clock::now();
-    const std::string& authority = s.authority.empty() ? s.host : s.authority;
-    s.served = server_.answer(web::Scheme::kHttps, local_, host_without_port(authority), s.method, s.path);
-    const int status = s.served.status;
-    const bool bodiless = status / 100 == 1 || status == 204 || status == 304;
+    const std::string host = host_without_port(s.authority.empty() ? s.host : s.authority);
+    const web::Asked asked{web::Scheme::kHttps, local_.port(), host, s.method, s.path, &s.headers};
+    s.served = server_.answer(asked, local_);
+    const bool bodiless = s.served.bodiless;
     const std::vector<nghttp2_nv> nv = response_headers(s, bodiless);
     nghttp2_data_provider body{};
     body.source.ptr = &s;
@@ -128,17 +130,13 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
     nghttp2_submit_response(session_, stream_id, nv.data(), nv.size(), send_body ? &body : nullptr);
   }
 
-  // The recorded headers as HTTP/2 allows them: lower-case, without connection-specific ones (and without
-  // pseudo-headers recorded from HTTP/2, which are the server's own), with a Content-Length of the stored body.
+  // The headers as HTTP/2 allows them: lower-case, without connection-specific ones (the readers leave none, but
+  // HTTP/2 makes one a protocol error), with a Content-Length of the body.
   static std::vector<nghttp2_nv> response_headers(Stream& s, bool bodiless) {
     add_header(s, ":status", std::to_string(s.served.status));
-    if (s.served.headers) {
-      for (const web::Header& h : *s.served.headers) {
-        std::string name = lower(h.name);
-        if (!name.empty() && name[0] != ':' && !is_hop_by_hop(name) && name != "te") add_header(s, name, h.value);
-      }
-    } else {
-      add_header(s, "content-type", "text/plain");
+    for (const web::Header& h : s.served.headers) {
+      std::string name = lower(h.name);
+      if (!name.empty() && name[0] != ':' && !is_hop_by_hop(name) && name != "te") add_header(s, name, h.value);
     }
     if (!bodiless) add_header(s, "content-length", std::to_string(s.served.body->size()));
     std::vector<nghttp2_nv> nv;

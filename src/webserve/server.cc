@@ -10,9 +10,14 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "util/error.hh"
+#include "webserve/dates.hh"
 #include "webserve/http2.hh"
 
 namespace tracemod::webserve {
@@ -30,8 +35,9 @@ constexpr uint64_t kRequestBodyLimit = 64 << 20;
 
 const std::string kNotFound = "not in the recording\n";
 const std::string kUnservable = "the recording has no valid status for this request\n";
+const std::string kEmpty;
+const std::vector<web::Header> kNoHeaders;
 
-using detail::is_hop_by_hop;
 using detail::lower;
 using detail::start_http2;
 
@@ -41,14 +47,32 @@ int local_address_slot() {
   return slot;
 }
 
-// SNI: the leaf for the name the client asked for, or for the address it connected to.
-int on_servername(SSL* ssl, int* alert, void* arg) {
-  auto* ca = static_cast<CertificateAuthority*>(arg);
+// The name a TLS connection is for: its SNI, else the address it connected to.
+std::string tls_name(SSL* ssl) {
   const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   const auto* local = static_cast<const std::string*>(SSL_get_ex_data(ssl, local_address_slot()));
-  const std::string name = sni ? lower(sni) : *local;
+  return sni ? lower(sni) : local ? *local : std::string();
+}
+
+}  // namespace
+
+// The TLS side: the context, and what the callbacks need to choose a certificate and a protocol.
+struct TlsContext {
+  ssl::context ctx{ssl::context::tls_server};
+  CertificateAuthority* ca = nullptr;
+  // Names (and addresses, for a client that sends no SNI) whose exchanges over TLS were all recorded over
+  // HTTP/1.1, or that were recorded only over plain HTTP: offered HTTP/1.1 alone, as they were.
+  std::unordered_set<std::string> http1_only;
+};
+
+namespace {
+
+// SNI: the leaf for the name the client asked for, or for the address it connected to.
+int on_servername(SSL* ssl, int* alert, void* arg) {
+  auto* tls = static_cast<TlsContext*>(arg);
   try {
-    if (SSL_use_certificate(ssl, ca->leaf(name)) == 1 && SSL_use_PrivateKey(ssl, ca->leaf_key()) == 1)
+    if (SSL_use_certificate(ssl, tls->ca->leaf(tls_name(ssl))) == 1 &&
+        SSL_use_PrivateKey(ssl, tls->ca->leaf_key()) == 1)
       return SSL_TLSEXT_ERR_OK;
   } catch (const Error&) {
   }
@@ -56,34 +80,90 @@ int on_servername(SSL* ssl, int* alert, void* arg) {
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-// ALPN: h2 if the client offers it, else http/1.1; a client offering neither gets HTTP/1.1 without ALPN.
-int on_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
-            void*) {
-  static const unsigned char kOurs[] = "\x02h2\x08http/1.1";
+// ALPN: h2 if the client offers it and the name was recorded with it, else http/1.1; a client offering neither
+// gets HTTP/1.1 without ALPN.
+int on_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+            void* arg) {
+  static const unsigned char kBoth[] = "\x02h2\x08http/1.1";
+  static const unsigned char kHttp1[] = "\x08http/1.1";
+  const bool http1 = static_cast<TlsContext*>(arg)->http1_only.count(tls_name(ssl)) > 0;
+  const unsigned char* ours = http1 ? kHttp1 : kBoth;
+  const unsigned int ours_len = http1 ? sizeof kHttp1 - 1 : sizeof kBoth - 1;
   unsigned char* chosen = nullptr;
-  if (SSL_select_next_proto(&chosen, outlen, kOurs, sizeof kOurs - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+  if (SSL_select_next_proto(&chosen, outlen, ours, ours_len, in, inlen) != OPENSSL_NPN_NEGOTIATED)
     return SSL_TLSEXT_ERR_NOACK;
   *out = chosen;
   return SSL_TLSEXT_ERR_OK;
 }
 
+// The names and addresses to offer HTTP/1.1 alone (TlsContext::http1_only).
+std::unordered_set<std::string> http1_only(const web::Recording& recording) {
+  std::unordered_map<std::string, bool> h2;  // name or address: seen with h2 (or not said) over TLS
+  for (const web::Exchange& e : recording.exchanges) {
+    const bool may = e.scheme == web::Scheme::kHttps && e.protocol != "http/1.1";
+    for (const std::string& key : {e.host, e.address}) h2[key] = h2[key] || may;
+  }
+  std::unordered_set<std::string> out;
+  for (const auto& [key, may] : h2)
+    if (!may) out.insert(key);
+  return out;
+}
+
+bool has_field(const std::vector<web::Header>* headers, const char* name, const char* value) {
+  if (!headers) return false;
+  for (const web::Header& h : *headers)
+    if (web::iequals(h.name, name) && web::iequals(h.value, value)) return true;
+  return false;
+}
+
+// A browser's top-level navigation: a new page load, whose repeated requests start their recorded order over.
+bool navigation(const std::vector<web::Header>* headers) {
+  return has_field(headers, "Sec-Fetch-Mode", "navigate") && has_field(headers, "Sec-Fetch-Dest", "document");
+}
+
+bool conditional(const std::vector<web::Header>* headers) {
+  if (!headers) return false;
+  for (const web::Header& h : *headers)
+    if (web::iequals(h.name, "If-None-Match") || web::iequals(h.name, "If-Modified-Since")) return true;
+  return false;
+}
+
+// Whether an If-None-Match in ASKED names ETAG (weak comparison, RFC 9110 §13.1.2).
+bool not_modified(const std::vector<web::Header>* asked, const std::string* etag) {
+  if (!asked || !etag) return false;
+  const auto opaque = [](std::string_view t) {
+    while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+    while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+    return t.substr(0, 2) == "W/" ? t.substr(2) : t;
+  };
+  const std::string_view mine = opaque(*etag);
+  const std::string* inm = web::find_header(*asked, "If-None-Match");
+  if (!inm) return false;
+  for (std::string_view rest = *inm; !rest.empty();) {
+    const size_t comma = std::min(rest.find(','), rest.size());
+    const std::string_view tag = opaque(rest.substr(0, comma));
+    if (tag == "*" || tag == mine) return true;
+    rest.remove_prefix(std::min(comma + 1, rest.size()));
+  }
+  return false;
+}
+
 using Response = http::response<http::span_body<const char>>;
 
-// The recorded response as HTTP/1.1: its headers but a Content-Length of the stored body (stored without its
-// chunking) in place of theirs; the body by reference, not copied.
-void fill(Response& res, const ReplayServer::Served& s, bool head) {
+// S as HTTP/1.1: its headers and a Content-Length of its body; the body by reference, not copied.
+void fill(Response& res, const Served& s, bool head) {
   res = {};
   res.version(11);
-  res.result(s.status);
-  if (s.headers) {
-    for (const web::Header& h : *s.headers)
-      if (!h.name.empty() && h.name[0] != ':' && !is_hop_by_hop(lower(h.name))) res.insert(h.name, h.value);
-  } else {
-    res.set(http::field::content_type, "text/plain");
-  }
-  const bool bodiless = s.status / 100 == 1 || s.status == 204 || s.status == 304;
-  if (!bodiless) res.set(http::field::content_length, std::to_string(s.body->size()));
-  if (!head && !bodiless) res.body() = {s.body->data(), s.body->size()};
+  res.result(static_cast<unsigned>(s.status));
+  for (const web::Header& h : s.headers) res.insert(h.name, h.value);
+  if (!s.bodiless) res.set(http::field::content_length, std::to_string(s.body->size()));
+  if (!head && !s.bodiless) res.body() = {s.body->data(), s.body->size()};
+}
+
+std::vector<web::Header> request_headers(const http::request<http::string_body>& req) {
+  std::vector<web::Header> out;
+  for (const auto& field : req) out.push_back({std::string(field.name_string()), std::string(field.value())});
+  return out;
 }
 
 // HTTP/1.1 over a TCP socket or a TLS stream: Beast reads each request and writes the recorded response.
@@ -106,9 +186,11 @@ class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
     start_ = Clock::now();
     const http::request<http::string_body>& req = parser_->get();
     const std::string host = host_without_port(std::string(req[http::field::host]));
-    const ReplayServer::Served s =
-        server_.answer(scheme_, local_, host, std::string(req.method_string()), std::string(req.target()));
-    fill(res_, s, req.method() == http::verb::head);
+    const std::string method(req.method_string()), target(req.target());
+    const std::vector<web::Header> headers = request_headers(req);
+    const web::Asked asked{scheme_, local_.port(), host, method, target, &headers};
+    served_ = server_.answer(asked, local_);
+    fill(res_, served_, req.method() == http::verb::head);
     res_.keep_alive(req.keep_alive());
     http::async_write(*stream_, res_,
                       [self = this->shared_from_this()](beast::error_code e, size_t) { self->on_write(e); });
@@ -132,6 +214,7 @@ class Http1Session : public std::enable_shared_from_this<Http1Session<Stream>> {
   tcp::endpoint local_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  Served served_;  // what res_ refers to
   Response res_;
   Clock::time_point start_;
 };
@@ -170,10 +253,6 @@ bool detail::is_hop_by_hop(const std::string& lower_name) {
          lower_name == "transfer-encoding" || lower_name == "upgrade" || lower_name == "content-length";
 }
 
-struct TlsContext {
-  ssl::context ctx{ssl::context::tls_server};
-};
-
 struct ReplayServer::Listener {
   tcp::acceptor acceptor;
   web::Scheme scheme;
@@ -192,20 +271,47 @@ std::string host_without_port(const std::string& authority) {
   return lower(authority.substr(0, colon));
 }
 
-ReplayServer::ReplayServer(asio::io_context& io, const web::Recording& recording, const web::Matcher& matcher,
-                           CertificateAuthority& ca, std::ostream& log)
-    : io_(io), recording_(recording), matcher_(matcher), ca_(ca), log_(log), tls_(std::make_unique<TlsContext>()) {
+ReplayServer::ReplayServer(asio::io_context& io, const web::Matcher& matcher, Bodies& bodies, CertificateAuthority& ca,
+                           std::ostream& log, ServerOptions options)
+    : io_(io),
+      matcher_(matcher),
+      bodies_(bodies),
+      ca_(ca),
+      log_(log),
+      options_(options),
+      sequence_(matcher.recording().exchanges.size()),
+      tls_(std::make_unique<TlsContext>()) {
+  tls_->ca = &ca_;
+  tls_->http1_only = http1_only(matcher.recording());
   SSL_CTX* ctx = tls_->ctx.native_handle();
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
-  SSL_CTX_set_tlsext_servername_arg(ctx, &ca_);
-  SSL_CTX_set_alpn_select_cb(ctx, on_alpn, nullptr);
+  SSL_CTX_set_tlsext_servername_arg(ctx, tls_.get());
+  SSL_CTX_set_alpn_select_cb(ctx, on_alpn, tls_.get());
 }
 
 ReplayServer::~ReplayServer() = default;
 
+std::vector<web::Origin> listeners(const web::Recording& recording, bool strict) {
+  std::vector<web::Origin> out = web::origins(recording);
+  if (strict) return out;
+  std::set<std::pair<std::string, uint16_t>> taken;
+  for (const web::Origin& o : out) taken.insert({o.address, o.port});
+  const size_t recorded = out.size();
+  for (size_t i = 0; i < recorded; ++i) {
+    const web::Origin o = out[i];
+    const bool http80 = o.scheme == web::Scheme::kHttp && o.port == 80;
+    const bool https443 = o.scheme == web::Scheme::kHttps && o.port == 443;
+    if (!http80 && !https443) continue;
+    const uint16_t port = http80 ? 443 : 80;
+    if (taken.insert({o.address, port}).second)
+      out.push_back({o.address, port, http80 ? web::Scheme::kHttps : web::Scheme::kHttp, o.names});
+  }
+  return out;
+}
+
 void ReplayServer::listen() {
-  for (const web::Origin& o : web::origins(recording_)) {
+  for (const web::Origin& o : listeners(matcher_.recording(), options_.strict)) {
     beast::error_code ec;
     const asio::ip::address address = asio::ip::make_address(o.address, ec);
     if (ec) throw Error("origin " + o.address + ": not an IP address");
@@ -238,26 +344,58 @@ void ReplayServer::accept(Listener& l) {
   });
 }
 
-ReplayServer::Served ReplayServer::answer(web::Scheme scheme, const tcp::endpoint& local, const std::string& host,
-                                          const std::string& method, const std::string& target) {
-  const std::string address = local.address().to_string();
-  const web::Exchange* e = matcher_.match(scheme, address, local.port(), host, method, target);
+Served ReplayServer::answer(const web::Asked& asked, const tcp::endpoint& local) {
+  if (navigation(asked.headers)) sequence_.new_session();
+  const web::Exchange* e = matcher_.match(asked, &sequence_);
   // HEAD is answered with what GET would get (its headers only) when it was not recorded itself.
-  if (!e && method == "HEAD") e = matcher_.match(scheme, address, local.port(), host, "GET", target);
-  // A HAR file records an aborted request with status 0: no client could read it, so it becomes a 502.
-  if (e && (e->response.status < 100 || e->response.status > 999)) {
-    log_ << "unservable: status " << e->response.status << " recorded for " << method << ' ' << host << target
-         << std::endl;
-    return {502, nullptr, &kUnservable};
+  if (!e && asked.method == "HEAD") {
+    web::Asked get = asked;
+    get.method = "GET";
+    e = matcher_.match(get, &sequence_);
   }
-  if (e) return {e->response.status, &e->response.headers, &e->response.body};
-  const bool https = scheme == web::Scheme::kHttps;
-  const bool default_port = local.port() == (https ? 443 : 80);
-  const std::string shown_host = host.empty() ? address : host;
-  log_ << "unmatched: " << method << ' ' << (https ? "https://" : "http://")
-       << (shown_host.find(':') != std::string::npos ? "[" + shown_host + "]" : shown_host)
-       << (default_port ? "" : ":" + std::to_string(local.port())) << target << std::endl;
-  return {404, nullptr, &kNotFound};
+  if (!e) return miss(asked, local);
+  Served s;
+  // A HAR file records an aborted request with status 0: no client could read it, so it becomes a 502.
+  if (e->response.status < 100 || e->response.status > 999) {
+    log_ << "unservable: status " << e->response.status << " recorded for " << asked.method << ' '
+         << web::url_of(asked.scheme, asked.host, local.port(), asked.target) << std::endl;
+    s.status = 502;
+    s.headers = {{"Content-Type", "text/plain"}};
+    s.body = &kUnservable;
+    return s;
+  }
+  const size_t i = static_cast<size_t>(e - matcher_.recording().exchanges.data());
+  const std::vector<web::Header>* headers = bodies_.headers(i);
+  s.headers = headers ? *headers : e->response.headers;
+  s.status = e->response.status;
+  // A 304 saved with its body stands for the 200 it revalidated: a browser with an empty cache gets that.
+  if (s.status == 304 && !e->response.body.empty() && !conditional(asked.headers)) s.status = 200;
+  // A revalidation of what the client holds is answered as the origin would have: not modified.
+  if (s.status == 200 && not_modified(asked.headers, web::find_header(s.headers, "ETag"))) s.status = 304;
+  s.bodiless = s.status / 100 == 1 || s.status == 204 || s.status == 304;
+  if (!options_.keep_dates) refresh_dates(s.headers, e->recorded_ms, static_cast<int64_t>(std::time(nullptr)));
+  if (s.bodiless) {
+    s.body = &kEmpty;
+    return s;
+  }
+  const Bodies::Body body =
+      bodies_.body(i, web::find_header(asked.headers ? *asked.headers : kNoHeaders, "Accept-Encoding"));
+  if (!body.coding.empty()) s.headers.push_back({"Content-Encoding", body.coding});
+  s.body = body.bytes;
+  return s;
+}
+
+Served ReplayServer::miss(const web::Asked& asked, const tcp::endpoint& local) {
+  ++misses_;
+  const std::string host = asked.host.empty() ? local.address().to_string() : std::string(asked.host);
+  log_ << "unmatched: " << asked.method << ' ' << web::url_of(asked.scheme, host, local.port(), asked.target) << " ("
+       << matcher_.closest(asked) << ")" << std::endl;
+  Served s;
+  s.status = 404;
+  // Marked, so that a client can tell the replay's own miss from a 404 the origin sent (tm-run counts them).
+  s.headers = {{"Content-Type", "text/plain"}, {"Cache-Control", "no-store"}, {"X-Tm-Replay", "miss"}};
+  s.body = &kNotFound;
+  return s;
 }
 
 }  // namespace tracemod::webserve

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,23 @@ inline std::string scratch_file(const std::string& name, const std::string& text
 
 // A temporary directory of the test's own, removed with what is in it.
 // The whole of the file at PATH ("" if it cannot be read).
+// COMMAND's standard output, run by the shell (its standard error goes to the test's).
+inline std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Skips the test where a client it drives is missing (scripts/install-deps installs them; a package build may
+// lack them).
+#define TM_NEEDS_TOOL(tool) \
+  if (std::system("command -v " tool " >/dev/null 2>&1") != 0) GTEST_SKIP() << tool " is not installed"
+
 inline std::string contents(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;

@@ -28,6 +28,8 @@
 #include "util/error.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
+#include "web/wire.hh"
+#include "webserve/bodies.hh"
 #include "webserve/certs.hh"
 #include "webserve/dns.hh"
 #include "webserve/serve.hh"
@@ -51,21 +53,9 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// COMMAND's standard output (its standard error goes to the test's).
-std::string run(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) return out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+using fake::output_of;
 
-// The clients these tests drive (scripts/install-deps installs them); a package build may lack them.
-#define NEEDS(tool) \
-  if (std::system("command -v " tool " >/dev/null 2>&1") != 0) GTEST_SKIP() << tool " is not installed"
+#define NEEDS(tool) TM_NEEDS_TOOL(tool)
 
 std::string random_bytes(size_t n, unsigned seed) {
   std::mt19937 gen(seed);
@@ -93,7 +83,9 @@ web::Exchange exchange(Scheme scheme, const std::string& host, const std::string
 // A replay server on its own thread, stopped and joined on destruction.
 class Running {
  public:
-  Running(const web::Recording& r, CertificateAuthority& ca) : matcher_(r), server_(io_, r, matcher_, ca, log_) {
+  Running(const web::Recording& r, CertificateAuthority& ca, ServerOptions options = {},
+          const Injection* injection = nullptr)
+      : matcher_(r), bodies_(r, injection, 1), server_(io_, matcher_, bodies_, ca, log_, options) {
     server_.listen();
     thread_ = std::thread([this] { io_.run(); });
   }
@@ -111,6 +103,7 @@ class Running {
   asio::io_context io_{1};
   std::ostringstream log_;
   web::Matcher matcher_;
+  Bodies bodies_;
   ReplayServer server_;
   std::thread thread_;
 };
@@ -181,7 +174,7 @@ TEST(WebserveCa, SpkiHashIsWhatChromiumIsGiven) {
   CertificateAuthority ca = CertificateAuthority::load_or_create(dir.path());
   std::ofstream(dir / "leaf.pem") << pem(ca.leaf("a.test"));
   // The recipe Chromium's documentation gives for --ignore-certificate-errors-spki-list.
-  const std::string spki = run("openssl x509 -in " + dir / "leaf.pem" +
+  const std::string spki = output_of("openssl x509 -in " + dir / "leaf.pem" +
                                " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"
                                " | base64");
   EXPECT_EQ(spki, ca.leaf_spki_sha256_base64() + "\n");
@@ -211,6 +204,8 @@ struct Site {
         exchange(Scheme::kHttps, "a.test", "127.0.0.2", tls_port, "/form", "posted\n"),
     };
     recording.exchanges.back().request.method = "POST";
+    web::ReadNotes notes;
+    for (web::Exchange& e : recording.exchanges) web::fit_for_wire(e.response, notes);  // as every reader does
   }
   std::string https(const std::string& name, const std::string& path, const std::string& options) {
     const std::string p = std::to_string(tls_port);
@@ -223,25 +218,25 @@ TEST(WebserveServer, ServesHttp2AndHttp11ByAlpnByteForByte) {
   NEEDS("curl");
   Site site;
   Running server(site.recording, site.ca);
-  EXPECT_EQ(run(site.https("a.test", "/big", "--http2 -o " + site.dir / "h2 -w '%{http_version} %{http_code}'")),
+  EXPECT_EQ(output_of(site.https("a.test", "/big", "--http2 -o " + site.dir / "h2 -w '%{http_version} %{http_code}'")),
             "2 200");
   EXPECT_TRUE(slurp(site.dir / "h2") == site.big);  // not _EQ: a failure would print 100 KB
-  EXPECT_EQ(run(site.https("a.test", "/big", "--http1.1 -o " + site.dir / "h1 -w '%{http_version} %{http_code}'")),
+  EXPECT_EQ(output_of(site.https("a.test", "/big", "--http1.1 -o " + site.dir / "h1 -w '%{http_version} %{http_code}'")),
             "1.1 200");
   EXPECT_TRUE(slurp(site.dir / "h1") == site.big);
   // The stored gzip body as it is, its Content-Length corrected (curl without --compressed does not decode).
-  EXPECT_TRUE(run(site.https("b.test", "/page.js?v=1", "--http2")) == site.gzipped);
-  const std::string headers = run(site.https("b.test", "/page.js?v=1", "--http1.1 -D - -o /dev/null"));
+  EXPECT_TRUE(output_of(site.https("b.test", "/page.js?v=1", "--http2")) == site.gzipped);
+  const std::string headers = output_of(site.https("b.test", "/page.js?v=1", "--http1.1 -D - -o /dev/null"));
   EXPECT_NE(headers.find("Content-Encoding: gzip"), std::string::npos) << headers;
   EXPECT_NE(headers.find("Content-Length: 5000"), std::string::npos) << headers;
-  const std::string h2_headers = run(site.https("a.test", "/big", "--http2 -D - -o /dev/null"));
+  const std::string h2_headers = output_of(site.https("a.test", "/big", "--http2 -D - -o /dev/null"));
   EXPECT_NE(h2_headers.find("x-recorded: yes"), std::string::npos) << h2_headers;
   EXPECT_EQ(h2_headers.find("transfer-encoding"), std::string::npos) << h2_headers;
   EXPECT_EQ(h2_headers.find("connection"), std::string::npos) << h2_headers;
   // A request body is read and ignored (the matcher does not look at it), over either protocol.
   const std::string form = " -d @" + site.dir / "h1" + " -H 'Content-Type: application/octet-stream'";
-  EXPECT_EQ(run(site.https("a.test", "/form", "--http2" + form)), "posted\n");
-  EXPECT_EQ(run(site.https("a.test", "/form", "--http1.1" + form)), "posted\n");
+  EXPECT_EQ(output_of(site.https("a.test", "/form", "--http2" + form)), "posted\n");
+  EXPECT_EQ(output_of(site.https("a.test", "/form", "--http1.1" + form)), "posted\n");
   EXPECT_EQ(server.log(), "");
 }
 
@@ -251,7 +246,7 @@ TEST(WebserveServer, NghttpGetsManyStreamsOnOneConnection) {
   Running server(site.recording, site.ca);
   // nghttp does not check certificates; it sends SNI and :authority from the URI (the address here).
   const std::string base = "https://127.0.0.2:" + std::to_string(site.tls_port);
-  const std::string out = run("nghttp -m 20 -H ':authority: a.test' " + base + "/big 2>/dev/null");
+  const std::string out = output_of("nghttp -m 20 -H ':authority: a.test' " + base + "/big 2>/dev/null");
   EXPECT_EQ(out.size(), 20 * site.big.size());
   // nghttp writes the streams' bodies as their frames arrive, interleaved: compare how often each byte occurs.
   std::array<size_t, 256> got{}, want{};
@@ -264,12 +259,14 @@ TEST(WebserveServer, UnmatchedIs404WithALogLineAndHeadHasNoBody) {
   NEEDS("curl");
   Site site;
   Running server(site.recording, site.ca);
-  EXPECT_EQ(run(site.https("a.test", "/nope", "--http2 -o /dev/null -w '%{http_code}'")), "404");
-  const std::string head = run(site.https("a.test", "/big", "--http1.1 -I"));
+  EXPECT_EQ(output_of(site.https("a.test", "/nope", "--http2 -o /dev/null -w '%{http_code}'")), "404");
+  const std::string head = output_of(site.https("a.test", "/big", "--http1.1 -I"));
   EXPECT_NE(head.find("Content-Length: 102400"), std::string::npos) << head;
-  const std::string head2 = run(site.https("a.test", "/big", "--http2 -I"));
+  const std::string head2 = output_of(site.https("a.test", "/big", "--http2 -I"));
   EXPECT_NE(head2.find("content-length: 102400"), std::string::npos) << head2;
-  EXPECT_EQ(server.log(), "unmatched: GET https://a.test:" + std::to_string(site.tls_port) + "/nope\n");
+  EXPECT_EQ(server.log(), "unmatched: GET https://a.test:" + std::to_string(site.tls_port) +
+                              "/nope (closest recorded: GET https://a.test:" + std::to_string(site.tls_port) +
+                              "/big)\n");
 }
 
 TEST(WebserveServer, SniChoosesTheCertificateForEachName) {
@@ -279,12 +276,12 @@ TEST(WebserveServer, SniChoosesTheCertificateForEachName) {
   Running server(site.recording, site.ca);
   const std::string at = "127.0.0.2:" + std::to_string(site.tls_port);
   for (const std::string name : {"a.test", "b.test"}) {
-    const std::string subject = run("openssl s_client -connect " + at + " -servername " + name +
+    const std::string subject = output_of("openssl s_client -connect " + at + " -servername " + name +
                                     " </dev/null 2>/dev/null | openssl x509 -noout -subject");
     EXPECT_NE(subject.find("CN = " + name), std::string::npos) << subject;
   }
   // No SNI (a client that connects to the address): the certificate for the address.
-  EXPECT_EQ(run("curl -sS --cacert " + site.dir / "ca.pem" + " https://" + at + "/nope -o /dev/null -w '%{http_code}'"),
+  EXPECT_EQ(output_of("curl -sS --cacert " + site.dir / "ca.pem" + " https://" + at + "/nope -o /dev/null -w '%{http_code}'"),
             "404");
 }
 
@@ -303,12 +300,13 @@ TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
   boost::system::error_code ec;
   asio::read(s, asio::dynamic_buffer(reply), ec);
   EXPECT_EQ(ec, asio::error::eof);
-  EXPECT_EQ(reply.find("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\nHTTP/1.1 200 OK\r\n"), 0u) << reply;
+  EXPECT_EQ(reply.find("HTTP/1.1 200 OK\r\nDate: "), 0u) << reply;  // the replay's time
+  EXPECT_NE(reply.find("Content-Length: 6\r\n\r\nhello\nHTTP/1.1 200 OK\r\n"), std::string::npos) << reply;
   EXPECT_NE(reply.find("Content-Length: 7\r\n"), std::string::npos) << reply;
   EXPECT_EQ(reply.substr(reply.size() - 11), "\r\n\r\nsecond\n") << reply;
   const std::string p = std::to_string(site.v6_port);
   EXPECT_EQ(
-      run("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p + ":[::1] https://v6.test:" + p + "/"),
+      output_of("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p + ":[::1] https://v6.test:" + p + "/"),
       "over IPv6\n");
 }
 
@@ -431,7 +429,7 @@ TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
   const std::string p = std::to_string(port(4));
   EXPECT_EQ(
-      run("curl -sS --cacert " + dir / "ca/ca.pem" + " --resolve s.test:" + p + ":127.0.0.4 https://s.test:" + p + "/"),
+      output_of("curl -sS --cacert " + dir / "ca/ca.pem" + " --resolve s.test:" + p + ":127.0.0.4 https://s.test:" + p + "/"),
       "served\n");
   EXPECT_EQ(parse(tcp_query("127.0.0.4", port(5), query("s.test", LDNS_RR_TYPE_A))),
             (std::pair<ldns_pkt_rcode, std::vector<std::string>>{LDNS_RCODE_NOERROR, {"127.0.0.4"}}));
@@ -440,7 +438,7 @@ TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
   close(ready[0]);
   close(ready[1]);
   EXPECT_EQ(status, 0);
-  EXPECT_EQ(log.str(), "serving 1 exchanges from 1 origins (1 names)\n");
+  EXPECT_EQ(log.str(), "serving 1 exchanges on 1 addresses and ports (1 names)\n");
 }
 
 }  // namespace
