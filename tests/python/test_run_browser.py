@@ -89,6 +89,32 @@ def test_metrics_without_paint_or_load():
         browser.page_metrics(unloaded)
 
 
+def test_the_merged_disable_features_flag():
+    """Chromium reads only the last --disable-features: ours and the user's become one, at the end."""
+    ours = "Translate,OptimizationHints,MediaRouter"
+    plain = browser.chromium_arguments([])
+    assert [a for a in plain if "disable-features" in a] == [f"--disable-features={ours}"]
+    assert plain[:-1] == [a for a in browser.CHROMIUM_FLAGS if "disable-features" not in a]
+    mine = browser.chromium_arguments(["--user-data-dir=/p", "--disable-features=Foo,Translate", "--lang=de",
+                                       "-disable-features=Bar"], upgrades=False)
+    assert [a for a in mine if "disable-features" in a] == [f"--disable-features={ours},Foo,Bar,HttpsUpgrades"]
+    assert mine[-1].startswith("--disable-features=") and mine.index("--user-data-dir=/p") < mine.index("--lang=de")
+    assert "--enable-features=X" in browser.chromium_arguments(["--enable-features=X"])
+
+
+def test_https_upgrades_are_off_in_replays_unless_asked_for():
+    p = registry.validate({"kind": "browser", "site": "s"})
+    assert browser.https_upgrades(p) is True and "https_upgrades" not in p
+    replay = registry.validate({"kind": "browser", "replay": "rec.har", "urls": ["https://a.test/"]})
+    assert browser.https_upgrades(replay) is False
+    assert browser.https_upgrades(dict(replay, https_upgrades=True)) is True
+    assert browser.https_upgrades(dict(p, https_upgrades=False)) is False
+    off = browser.firefox_prefs(upgrades=False)
+    assert {k: off[k] for k in browser.FIREFOX_NO_HTTPS_FIRST} == dict.fromkeys(browser.FIREFOX_NO_HTTPS_FIRST, False)
+    assert len(browser.FIREFOX_NO_HTTPS_FIRST) == 3 and "dom.security.https_first" in off
+    assert not set(browser.FIREFOX_NO_HTTPS_FIRST) & set(browser.firefox_prefs(upgrades=True))
+
+
 @pytest.mark.parametrize("alpn,name", [("http/1.1", "h1"), ("http/1.0", "h1"), ("h2", "h2"), ("h3", "h3"),
                                        ("h3-29", "h3"), ("", ""), (None, ""), ("HTTP/1.1", "h1")])
 def test_protocol_names(alpn, name):

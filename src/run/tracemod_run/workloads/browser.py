@@ -78,6 +78,9 @@ PARAMS = {
     "browser_args": Param((list,), [], help="more command-line arguments for the browser"),
     "until": Param((str,), None, help="a JavaScript expression (a promise, or a value) each load waits for after "
                                       "its load event, such as the page's own signal that it is done: until_ms"),
+    "https_upgrades": Param((bool,), None, help="let the browser try https:// for an http:// URL (Chromium's "
+                                                "HTTPS-Upgrades, Firefox's HTTPS-First): off in replays unless true, "
+                                                "the browser's own default otherwise"),
 }
 
 
@@ -159,6 +162,39 @@ FIREFOX_PREFS = {
     "toolkit.telemetry.enabled": False,
     "services.settings.server": "data:,",
 }
+# Firefox's HTTPS-First (on by default in ESR 153, like the two below; all three are in its static pref list,
+# not in omni.ja's default files): off when the browser is to load http:// URLs as given (https_upgrades).
+FIREFOX_NO_HTTPS_FIRST = {"dom.security.https_first": False, "dom.security.https_first_pbm": False,
+                          "dom.security.https_first_schemeless": False}
+
+
+def https_upgrades(params):
+    """Whether the browser may try https:// for an http:// URL: as params say, else not in a replay (a recording
+    holds the URLs the page used; an upgraded one is a request the recording cannot answer)."""
+    if params.get("https_upgrades") is not None:
+        return params["https_upgrades"]
+    return not params.get("replay")
+
+
+def firefox_prefs(upgrades=True):
+    """The prefs of a fresh profile: FIREFOX_PREFS, and without UPGRADES no HTTPS-First."""
+    return FIREFOX_PREFS if upgrades else {**FIREFOX_PREFS, **FIREFOX_NO_HTTPS_FIRST}
+
+
+def chromium_arguments(args, upgrades=True):
+    """CHROMIUM_FLAGS, then ARGS, with every --disable-features merged into one at the end: Chromium reads only
+    the last, so a user's own would turn ours back on. Without UPGRADES, HttpsUpgrades is disabled too."""
+    features, rest = [], []
+    for arg in [*CHROMIUM_FLAGS, *args]:
+        m = re.fullmatch(r"--?disable-features=(.*)", arg)
+        if m:
+            features += [f for f in m.group(1).split(",") if f]
+        else:
+            rest.append(arg)
+    if not upgrades:
+        features.append("HttpsUpgrades")
+    return rest + [f"--disable-features={','.join(dict.fromkeys(features))}"] if features else rest
+
 
 # What the page's own timing says, read once the load event has fired (and, with params' until, once that has
 # settled). First contentful paint may come after onload (a headless browser paints on its own frame
@@ -446,12 +482,13 @@ def find(name):
 
 class Browser:
     """Start (warm: protocol up, about:blank loaded), load() one URL, close(). PROFILE is a fresh directory of
-    ours (or one a previous start filled, for a warm cache); NSSDB a certificate database to trust, or None."""
+    ours (or one a previous start filled, for a warm cache); NSSDB a certificate database to trust, or None;
+    UPGRADES whether it may try https:// for an http:// URL (see https_upgrades)."""
 
     name = ""
 
-    def __init__(self, exe, profile, nssdb, args, deadline):
-        self.exe, self.profile, self.nssdb, self.args = exe, profile, nssdb, list(args)
+    def __init__(self, exe, profile, nssdb, args, deadline, upgrades=True):
+        self.exe, self.profile, self.nssdb, self.args, self.upgrades = exe, profile, nssdb, list(args), upgrades
         self.home = os.path.join(profile, "home")
         os.makedirs(self.home, exist_ok=True)
         self.process = self.channel = None
@@ -503,7 +540,7 @@ class Chromium(Browser):
         data = os.path.join(self.profile, "chromium")
         if self.nssdb and not os.path.exists(os.path.join(self.home, ".pki", "nssdb")):
             self._copy_nssdb(os.path.join(self.home, ".pki", "nssdb"))  # Chromium on Linux trusts $HOME's NSS db
-        argv = [self.exe, *CHROMIUM_FLAGS, f"--user-data-dir={data}", *self.args, "about:blank"]
+        argv = [self.exe, *chromium_arguments([f"--user-data-dir={data}", *self.args], self.upgrades), "about:blank"]
         self.process = Process(argv, self.environment(), r"DevTools listening on (ws://\S+)")
         self.channel = Channel(self.process.wait_endpoint(deadline), deadline)
         targets = self.channel.call("Target.getTargets", {}, deadline)["targetInfos"]
@@ -553,7 +590,7 @@ class Firefox(Browser):
         if not os.path.exists(data):
             os.makedirs(data)
             with open(os.path.join(data, "user.js"), "w") as f:
-                for key, value in FIREFOX_PREFS.items():
+                for key, value in firefox_prefs(self.upgrades).items():
                     f.write(f"user_pref({json.dumps(key)}, {json.dumps(value)});\n")
             if self.nssdb:
                 self._copy_nssdb(data)  # the profile's own cert9.db: trusted by this profile only
@@ -875,12 +912,17 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
     row = {"load": number, "url": url, "completed": 0, "error": None}
     profile = tempfile.mkdtemp(prefix="load-", dir=workdir)
     browser = None
+
+    def start():
+        return kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT,
+                    https_upgrades(params))
+
     try:
         if params["warm"]:
-            browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+            browser = start()
             browser.load(url, time.monotonic() + params["timeout"])
             browser.close(graceful_deadline=time.monotonic() + 10)
-        browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+        browser = start()
         row["startup_ms"] = browser.startup_ms
         perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"))
         row.update(page_metrics(perf))
