@@ -2,7 +2,8 @@
 unprivileged user, through nested shells, every metric measured; page load times against an analytic lower
 bound (bytes over the rate, plus the round trips a fresh connection and the page's dependencies need) and a
 sane upper bound, over a constant rate and a shipped LTE trace; ten loads over a constant rate vary by 5% at
-most; and no browser or server process outlives a run, a SIGINT to tm-run or a SIGKILL of the outermost shell.
+most; no browser or server process outlives a run, a SIGINT to tm-run or a SIGKILL of the outermost shell;
+and a page that breaks JSON in its own world still gives its row.
 
 The site is examples/sites/make-site's, written into the test's public directory. Every process of a test
 carries TM_TEST_MARK=<its directory> in its environment (the shells and tm-run pass the environment on), which
@@ -262,3 +263,52 @@ def test_sigint_to_tm_run_and_sigkill_of_the_shell_leave_nothing(user, browser, 
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert left_behind(mark) == {}
+
+
+# Pages that must not be taken for good loads, served by the workload's own nginx (issue 29): one whose style
+# sheet is missing, one that breaks JSON and the Performance API in its own world (as Prototype.js's
+# Array.prototype.toJSON does), and one that does not exist. The second says in its title what JSON.stringify
+# gives there, so its row shows the page's world was really broken.
+BROKEN_PAGES = {
+    "degraded.html": '<!doctype html><title>degraded</title><link rel="stylesheet" href="style.css">'
+                     '<link rel="stylesheet" href="missing.css"><p>unstyled</p>',
+    "prototype.html": '<!doctype html><title>prototype</title><link rel="stylesheet" href="style.css">'
+                      '<script src="app.js"></script><p>styled</p><script>'
+                      'Array.prototype.toJSON = function () { return "broken"; };'
+                      'JSON.stringify = function () { return "lies"; }; JSON.parse = function () { return {}; };'
+                      'Performance.prototype.getEntriesByType = function () { return []; };'
+                      'PerformanceEntry.prototype.toJSON = function () { return {}; };'
+                      'document.title = "prototype " + JSON.stringify([1]);</script>',
+    "style.css": "p { color: green }\n",
+    "app.js": "document.documentElement.dataset.app = 'ran';\n",
+}
+
+
+@pytest.fixture(scope="module", params=["chromium", "firefox"])
+def broken_pages(request, root, tmp_path_factory):
+    """One run of BROKEN_PAGES (and a page that is not there), a load each, in REQUEST's browser: its result and
+    results directory."""
+    d = tmp_path_factory.mktemp(f"broken-{request.param}")
+    site = d / "site"
+    site.mkdir()
+    for name, text in BROKEN_PAGES.items():
+        (site / name).write_text(text)
+    exp = write_experiment(d, "broken", ["tm-delay 2"], {
+        "kind": "browser", "browser": request.param, "site": str(site), "loads": 1,
+        "urls": ["/degraded.html", "/prototype.html", "/missing.html"]})
+    res = tm_run(root, exp, d / "out", str(d), timeout=180)
+    assert left_behind(str(d)) == {}
+    return request.param, res, d / "out"
+
+
+def test_a_page_that_breaks_json_in_its_own_world_still_gives_its_row(broken_pages):
+    """The timing is read in a world of tm-run's own: the page's JSON.stringify, Array.prototype.toJSON and
+    Performance prototypes (which read in the page's world would give "lies", or no entries) are not ours."""
+    browser, res, _ = broken_pages
+    load = res["loads"][1]
+    print(f"{browser}: {load}")
+    assert load["completed"] == 1 and load["error"] is None
+    assert load["title"] == "prototype lies"  # the page's own world was broken, and its title read from the DOM
+    assert load["status"] == 200 and load["protocol"] == "h2"
+    assert load["requests"] >= 3 and load["transfer_bytes"] > sum(len(t) for t in BROKEN_PAGES.values()) / 2
+    assert 0 < load["dcl_ms"] <= load["plt_ms"] and load["fcp_ms"] is not None and load["fcp_ms"] > 0

@@ -89,6 +89,16 @@ def test_metrics_without_paint_or_load():
         browser.page_metrics(unloaded)
 
 
+def test_until_is_the_pages_time_only_between_the_navigation_and_the_read():
+    # until settles in the page's own world, on its own performance.now(), which a page can replace.
+    perf = dict(CHROMIUM, read_ms=2500.0)
+    assert browser.page_metrics(dict(perf, until_ms=900.5))["until_ms"] == 900.5
+    assert browser.page_metrics(perf)["until_ms"] is None
+    for lie in (3000.0, -1.0, "900", True):
+        with pytest.raises(browser.LoadFailed, match="cannot be trusted"):
+            browser.page_metrics(dict(perf, until_ms=lie))
+
+
 def test_the_merged_disable_features_flag():
     """Chromium reads only the last --disable-features: ours and the user's become one, at the end."""
     ours = "Translate,OptimizationHints,MediaRouter"

@@ -16,9 +16,10 @@ Client (behind the shells): loads each of `urls` `loads` times, interleaved (loa
 and waits until it is warm: its protocol answers (over a WebSocket on the browser's own loopback,
 python3-websocket) and about:blank is loaded; that start-up time is kept as startup_ms, apart from the page's.
 Then it navigates, waits for the load event through the protocol (no sleep, no polling of the page), reads
-the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics), and kills the
-browser's whole process group, then any descendant that left the group (the client is the browsers' child
-subreaper, so such an orphan comes back to it). The browser trusts the run's CA through an NSS database of its
+the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics) in a world of its own
+(the page's own prototypes cannot break the read), and kills the browser's whole process group, then any
+descendant that left the group (the client is the browsers' child subreaper, so such an orphan comes back to
+it). The browser trusts the run's CA through an NSS database of its
 own: $HOME/.pki/nssdb for Chromium, the profile's cert9.db for Firefox. With `warm`, each load first loads its
 URL once in that profile (not measured), quits the browser so its disk cache is written, and starts it again in
 the same profile: the measured load has a warm cache and cold connections, as a revisit does. Every wait has
@@ -197,12 +198,14 @@ def chromium_arguments(args, upgrades=True):
 
 
 # What the page's own timing says, read once the load event has fired (and, with params' until, once that has
-# settled). First contentful paint may come after onload (a headless browser paints on its own frame
-# clock): wait for it, at most FCP_WAIT_MS.
+# settled), in a world of our own (Chromium's isolated world, a WebDriver BiDi sandbox): it sees the page's DOM
+# and timing but not the page's JavaScript, so a page's own Array.prototype.toJSON or JSON.stringify cannot
+# break the read. First contentful paint may come after onload (a headless browser paints on its own frame
+# clock): wait for it, at most FCP_WAIT_MS. read_ms, when the read began, bounds until_ms.
 FCP_WAIT_MS = 2000
+WORLD = "tm-run"
 PERFORMANCE_JS = """(async () => {
-  let until_ms = null;
-  %(until)s
+  const read_ms = performance.now();
   const fcp = () => performance.getEntriesByName('first-contentful-paint').length > 0;
   if (!fcp()) {
     await new Promise(done => {
@@ -217,15 +220,12 @@ PERFORMANCE_JS = """(async () => {
     res: performance.getEntriesByType('resource').map(keep),
     paint: performance.getEntriesByType('paint').map(keep),
     title: document.title,
-    until_ms,
+    read_ms,
   });
-})()"""
-
-
-def performance_js(until=None):
-    """PERFORMANCE_JS, first awaiting the expression UNTIL (a promise, or a value) if given."""
-    wait = f"await ({until}); until_ms = performance.now();" if until else ""
-    return PERFORMANCE_JS % {"until": wait, "fcp_wait": FCP_WAIT_MS}
+})()""" % {"fcp_wait": FCP_WAIT_MS}
+# params' until, in the page's own world, since it may name the page's own objects (its "done" promise); it
+# returns only a number, the time it settled, which page_metrics checks against the read's own clock.
+UNTIL_JS = "(async () => { await (%s); return performance.now(); })()"
 
 PROTOCOLS = {"http/0.9": "h1", "http/1.0": "h1", "http/1.1": "h1", "h2": "h2", "h2c": "h2", "h3": "h3"}
 
@@ -282,8 +282,20 @@ def page_metrics(perf):
         "protocols": dict(protocols),
         "status": nav.get("responseStatus"),
         "title": perf.get("title"),  # what the page says of itself once loaded (a test site's "complete 38")
-        "until_ms": None if perf.get("until_ms") is None else perf["until_ms"] - start,
+        "until_ms": until_time(perf, start),
     }
+
+
+def until_time(perf, start):
+    """until_ms from the time PERF's until settled (the page's own performance.now(), which the page could have
+    replaced): it must lie between the navigation's START and the moment our read began."""
+    until = perf.get("until_ms")
+    if until is None:
+        return None
+    if not isinstance(until, (int, float)) or isinstance(until, bool) or not start <= until <= perf["read_ms"]:
+        raise LoadFailed(f"until settled at {until!r} by the page's performance.now(), not between the navigation "
+                         f"({start}) and the timing read ({perf['read_ms']}): the page's clock cannot be trusted")
+    return until - start
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -558,11 +570,14 @@ class Chromium(Browser):
     def _call(self, method, params, deadline):
         return self.channel.call(method, params, deadline, sessionId=self.session)
 
-    def _evaluate(self, expression, deadline, wait=False):
-        r = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": wait},
-                       deadline)
+    def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
+        """EXPRESSION's value, in the page's main world or the isolated WORLD (an execution context id)."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": wait}
+        if world is not None:
+            params["contextId"] = world
+        r = self._call("Runtime.evaluate", params, deadline)
         if "exceptionDetails" in r:
-            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None):
@@ -570,12 +585,16 @@ class Chromium(Browser):
         if nav.get("errorText"):
             raise LoadFailed(f"{url}: {nav['errorText']}")
         loader, frame = nav.get("loaderId"), nav.get("frameId")
-        responses = []
+        seen = []
         self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
                            and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
-                           deadline, "the load event", seen=responses.append)
-        perf = json.loads(self._evaluate(performance_js(until), deadline, wait=True))
-        perf["connections"] = connection_count(responses + list(self.channel.events))
+                           deadline, "the load event", seen=seen.append)
+        until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
+        world = self._call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD,
+                                                        "grantUniversalAccess": False}, deadline)["executionContextId"]
+        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=world))
+        events = seen + list(self.channel.events)
+        perf.update(connections=connection_count(events), until_ms=until_ms)
         return perf
 
     def _quit(self, deadline):
@@ -607,17 +626,22 @@ class Firefox(Browser):
         self.context = tree[0]["context"]
         self._wait_blank(self._evaluate, deadline)
 
-    def _evaluate(self, expression, deadline, wait=False):
-        r = self.channel.call("script.evaluate", {"expression": expression, "target": {"context": self.context},
-                                                  "awaitPromise": wait}, deadline)
+    def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
+        """EXPRESSION's value, in the page's main world or the sandbox named WORLD."""
+        target = {"context": self.context} if world is None else {"context": self.context, "sandbox": world}
+        r = self.channel.call("script.evaluate", {"expression": expression, "target": target, "awaitPromise": wait},
+                              deadline)
         if r.get("type") == "exception":
-            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None):
         self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
                           deadline)
-        return json.loads(self._evaluate(performance_js(until), deadline, wait=True))
+        until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
+        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
+        perf["until_ms"] = until_ms
+        return perf
 
     def _quit(self, deadline):
         self.channel.call("browser.close", {}, deadline)
