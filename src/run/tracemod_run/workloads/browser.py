@@ -17,16 +17,19 @@ and waits until it is warm: its protocol answers (over a WebSocket on the browse
 python3-websocket) and about:blank is loaded; that start-up time is kept as startup_ms, apart from the page's.
 Then it navigates, waits for the load event through the protocol (no sleep, no polling of the page), reads
 the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics) in a world of its own
-(the page's own prototypes cannot break the read), and kills the browser's whole process group, then any
-descendant that left the group (the client is the browsers' child subreaper, so such an orphan comes back to
-it). The browser trusts the run's CA through an NSS database of its
+(the page's own prototypes cannot break the read), counts the requests that failed and those the replay could
+not answer (the protocol's network events: load_requests), and kills the browser's whole process group, then
+any descendant that left the group (the client is the browsers' child subreaper, so such an orphan comes back
+to it). The browser trusts the run's CA through an NSS database of its
 own: $HOME/.pki/nssdb for Chromium, the profile's cert9.db for Firefox. With `warm`, each load first loads its
 URL once in that profile (not measured), quits the browser so its disk cache is written, and starts it again in
 the same profile: the measured load has a warm cache and cold connections, as a revisit does. Every wait has
 a deadline.
 
-A load that fails or times out is a row that says so (completed 0, its error), never a missing one; the run
-itself fails only if the workload cannot run at all (no browser, no server)."""
+A load that fails or times out is a row that says so (completed 0, its error), never a missing one, and so is
+a load whose page itself failed (an HTTP error, a network error, a replay's miss); a load whose documents,
+style sheets, scripts or fonts failed completed, but degraded, and its row says how many. The run itself
+fails only if the workload cannot run at all (no browser, no server)."""
 import collections
 import ctypes
 import fcntl
@@ -43,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 from .. import stats, values
 from ..errors import RunError, UsageError
@@ -296,6 +300,115 @@ def until_time(perf, start):
         raise LoadFailed(f"until settled at {until!r} by the page's performance.now(), not between the navigation "
                          f"({start}) and the timing read ({perf['read_ms']}): the page's clock cannot be trusted")
     return until - start
+
+
+# What a load's requests say of it. A failed document, style sheet, script or font makes another page than the
+# one recorded or served (unstyled, without its code or text); a failed image or fetch leaves its layout and
+# code as they were, so only those four kinds make a load degraded. tm-webreplay's own 404, for a request
+# its recording has no answer to, says REPLAY_MISS: any kind counts then.
+CRITICAL = ("document", "style", "script", "font")
+REPLAY_MISS = ("x-tm-replay", "miss")
+LISTED = 10  # failures named in a load's row
+Request = collections.namedtuple("Request", "url kind status error miss main")
+
+
+def replay_miss(headers):
+    """True if HEADERS ((name, value) pairs) say tm-webreplay had no recording: names in any case (HTTP/1.1)."""
+    return any(n.lower() == REPLAY_MISS[0] and str(v).strip().lower() == REPLAY_MISS[1] for n, v in headers)
+
+
+def failure(request):
+    """Why REQUEST failed (its network error, or its HTTP status of 400 or more), or None."""
+    if request.error:
+        return request.error
+    if request.status is not None and request.status >= 400:
+        return f"HTTP status {request.status}" + (" (not in the recording)" if request.miss else "")
+    return None
+
+
+def load_requests(requests):
+    """(why the page's own document failed or None, the row's fields): degraded, failed_requests (the distinct
+    URLs of the failed documents, style sheets, scripts and fonts besides the page), replay_misses (the distinct
+    URLs tm-webreplay had no recording of, any kind) and failures (the first LISTED of them, each with why).
+    The browser's own requests (kind "own": the page's icon) are not the page's, and data: URLs no request."""
+    document, failed, misses = None, {}, {}
+    for r in requests:
+        why = failure(r)
+        if why is None or r.kind == "own" or not r.url.startswith(("http:", "https:")):
+            continue
+        if r.main:
+            document = document or why
+        else:
+            if r.kind in CRITICAL:
+                failed.setdefault(r.url, why)
+            if r.miss:
+                misses.setdefault(r.url, why)
+    named = [f"{why}: {url}" for url, why in {**failed, **misses}.items()]
+    return document, {"degraded": int(bool(failed)), "failed_requests": len(failed), "replay_misses": len(misses),
+                      "failures": named[:LISTED]}
+
+
+# DevTools' resource types of the kinds that count; "Other" is Chromium's request for the page's icon (seen in
+# the page's own Network domain, when it pleases), which no page element makes.
+CHROMIUM_KINDS = {"Document": "document", "Stylesheet": "style", "Script": "script", "Font": "font", "Other": "own"}
+
+
+def chromium_requests(events, loader):
+    """The Requests in DevTools' Network events: each response (Network.responseReceived), each failure
+    (Network.loadingFailed) but a cancellation. Chromium reports a style sheet, script or font answered with a 404
+    as canceled right after it: the 404 counts. The page's own request is the one whose id is its LOADER id."""
+    urls, out = {}, []
+    for m in events:
+        p, method = m.get("params", {}), m.get("method")
+        kind, main = CHROMIUM_KINDS.get(p.get("type"), "other"), p.get("requestId") == loader
+        if method == "Network.requestWillBeSent":
+            urls[p["requestId"]] = p["request"]["url"]
+        elif method == "Network.responseReceived":
+            r = p["response"]
+            out.append(Request(r["url"], kind, r.get("status"), None, replay_miss(r.get("headers", {}).items()), main))
+        elif method == "Network.loadingFailed" and not p.get("canceled"):
+            out.append(Request(urls.get(p["requestId"], ""), kind, None, p.get("errorText") or "failed", False, main))
+    return out
+
+
+# Fetch destinations of the kinds that count, and where a Firefox gives none (153 gives every request's, and
+# initiatorType), the kind by the URL's extension, else by the response's content type.
+FETCH_KINDS = {"document": "document", "iframe": "document", "frame": "document", "style": "style",
+               "script": "script", "font": "font"}
+EXTENSION_KINDS = {".css": "style", ".js": "script", ".mjs": "script", ".woff": "font", ".woff2": "font",
+                   ".ttf": "font", ".otf": "font", ".html": "document", ".htm": "document"}
+MIME_KINDS = {"text/css": "style", "text/javascript": "script", "application/javascript": "script",
+              "text/html": "document"}
+
+
+def firefox_kind(request, response):
+    """A BiDi request's kind. An image without an initiatorType is Firefox's own request for the page's icon
+    (/favicon.ico when the page names none), which it makes after the load when it pleases."""
+    if "destination" in request:
+        if request["destination"] == "image" and not request.get("initiatorType"):
+            return "own"
+        return FETCH_KINDS.get(request["destination"], "other")
+    extension = os.path.splitext(urllib.parse.urlsplit(request["url"]).path)[1].lower()
+    mime = (response.get("mimeType") or "").split(";")[0].strip().lower()
+    return EXTENSION_KINDS.get(extension) or ("font" if mime.startswith("font/") else MIME_KINDS.get(mime, "other"))
+
+
+def firefox_requests(events, navigation):
+    """The Requests in WebDriver BiDi's network.responseCompleted and network.fetchError events but a cancellation
+    (NS_BINDING_ABORTED). The page's own request is the one of the NAVIGATION's id."""
+    out = []
+    for m in events:
+        if m.get("method") not in ("network.responseCompleted", "network.fetchError"):
+            continue
+        p = m["params"]
+        request, response = p["request"], p.get("response") or {}
+        error = p.get("errorText") or "failed" if m["method"] == "network.fetchError" else None
+        if error == "NS_BINDING_ABORTED":
+            continue
+        headers = [(h["name"], (h.get("value") or {}).get("value", "")) for h in response.get("headers", [])]
+        out.append(Request(request["url"], firefox_kind(request, response), None if error else response.get("status"),
+                           error, replay_miss(headers), navigation is not None and p.get("navigation") == navigation))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -594,7 +707,7 @@ class Chromium(Browser):
                                                         "grantUniversalAccess": False}, deadline)["executionContextId"]
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=world))
         events = seen + list(self.channel.events)
-        perf.update(connections=connection_count(events), until_ms=until_ms)
+        perf.update(connections=connection_count(events), requests=chromium_requests(events, loader), until_ms=until_ms)
         return perf
 
     def _quit(self, deadline):
@@ -624,6 +737,8 @@ class Firefox(Browser):
         if not tree:
             raise LoadFailed("the browser has no window")
         self.context = tree[0]["context"]
+        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError"],
+                                                "contexts": [self.context]}, deadline)  # see firefox_requests
         self._wait_blank(self._evaluate, deadline)
 
     def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
@@ -636,11 +751,11 @@ class Firefox(Browser):
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None):
-        self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
-                          deadline)
+        nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
+                                deadline)
         until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
-        perf["until_ms"] = until_ms
+        perf.update(requests=firefox_requests(self.channel.events, nav.get("navigation")), until_ms=until_ms)
         return perf
 
     def _quit(self, deadline):
@@ -949,8 +1064,12 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
         browser = start()
         row["startup_ms"] = browser.startup_ms
         perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"))
+        document, counts = load_requests(perf["requests"])
+        row.update(counts)
+        if document:
+            raise LoadFailed(f"{url}: {document}")
         row.update(page_metrics(perf))
-        if row["status"] and row["status"] >= 400:
+        if row["status"] and row["status"] >= 400:  # the events should have said so: the timing does
             raise LoadFailed(f"{url}: HTTP status {row['status']}")
         row["completed"] = 1
     except LoadFailed as e:
@@ -977,9 +1096,8 @@ def run_client(params, host, port, seed):
             for url in urls:
                 rows.append(one_load(kind, exe, url, params, workdir, nssdb, len(rows) + 1))
                 row = rows[-1]
-                print(f"tm-run workload browser: load {row['load']} of {url}: "
-                      + (f"{row['plt_ms']:.1f} ms" if row["completed"] else f"failed: {row['error']}"),
-                      file=sys.stderr, flush=True)
+                print(f"tm-run workload browser: load {row['load']} of {url}: {outcome(row)}", file=sys.stderr,
+                      flush=True)
     except _Stop as e:
         raise RunError(f"stopped by {e}") from None
     finally:
@@ -988,6 +1106,17 @@ def run_client(params, host, port, seed):
         reap_orphans()
         shutil.rmtree(workdir, ignore_errors=True)
     return summarize(rows, params)
+
+
+def outcome(row):
+    """A load's row in a few words, for the client's log."""
+    if not row["completed"]:
+        return f"failed: {row['error']}"
+    text = f"{row['plt_ms']:.1f} ms"
+    if row["degraded"] or row["replay_misses"]:
+        text += (f" ({'degraded: ' if row['degraded'] else ''}{row['failed_requests']} failed requests, "
+                 f"{row['replay_misses']} replay misses: {'; '.join(row['failures'][:3])})")
+    return text
 
 
 def summarize(rows, params):
@@ -1007,5 +1136,10 @@ def summarize(rows, params):
         metrics["plt_cov"] = stats.sd(plt) / stats.mean(plt)
     for proto in ("h1", "h2", "h3"):
         metrics[f"loads_{proto}"] = sum(1 for r in done if r.get("protocol") == proto)
+    # Degraded loads completed, so they are among the medians above: these say how many, and what failed.
+    metrics["loads_degraded"] = sum(r.get("degraded", 0) for r in done)
+    metrics["failed_requests"] = sum(r.get("failed_requests", 0) for r in done)
+    metrics["replay_misses"] = sum(r.get("replay_misses", 0) for r in done)
     samples["completed"] = [r["completed"] for r in rows]
+    samples["degraded"] = [r.get("degraded", 0) for r in done]
     return {"metrics": metrics, "samples": samples, "series": {}, "loads": rows, "browser": params["browser"]}
