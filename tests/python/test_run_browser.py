@@ -321,6 +321,32 @@ def test_degraded_loads_are_counted_among_the_completed():
     assert "load2.failures" not in by  # a list: in result.json and the summary, not a row
 
 
+def test_the_summary_says_how_many_loads_were_degraded_and_what_failed():
+    result = degraded_result()
+    lines = results.loads_markdown([result])
+    assert "Loads: 2 of 3 completed (h2 2), 1 of them degraded (failed_requests 2, replay_misses 1)." in lines
+    assert ("- default/r1 load 2: degraded: HTTP status 404: https://h/a.css; HTTP status 404 (not in the "
+            "recording): https://h/b.js") in lines
+    per, _ = results.summaries([result])
+    assert per["default"]["loads_degraded"]["median"] == 1
+
+
+def test_degraded_loads_are_marked_on_the_samples_cdf():
+    from tracemod_run import plots
+
+    result = degraded_result()
+    assert plots.degraded_samples([result], "plt_ms") == [440.0]
+    assert plots.degraded_samples([result], "fcp_ms") == [210.0]
+    assert plots.degraded_samples([{"samples": {}}], "plt_ms") == []
+    plt = plots._pyplot()
+    fig, ax = plt.subplots()
+    plots._cdf(ax, [400.0, 440.0, 300.0, 440.0], "c", [440.0])
+    step, marks = ax.get_lines()
+    assert marks.get_marker() == "x" and marks.get_xydata().tolist() == [[440.0, 1.0]]
+    assert step.get_label() == "c (n=4, 1 degraded)" and marks.get_color() == step.get_color()
+    plt.close(fig)
+
+
 def test_certificates_name_every_address_and_verify(tmp_path):
     ca = browser.make_certificates(str(tmp_path), ["192.0.2.5", "example.test"])
     assert ca == str(tmp_path / "ca.pem") and not (tmp_path / "ca.key").exists()
