@@ -89,6 +89,139 @@ def test_metrics_without_paint_or_load():
         browser.page_metrics(unloaded)
 
 
+def test_until_is_the_pages_time_only_between_the_navigation_and_the_read():
+    # until settles in the page's own world, on its own performance.now(), which a page can replace.
+    perf = dict(CHROMIUM, read_ms=2500.0)
+    assert browser.page_metrics(dict(perf, until_ms=900.5))["until_ms"] == 900.5
+    assert browser.page_metrics(perf)["until_ms"] is None
+    for lie in (3000.0, -1.0, "900", True):
+        with pytest.raises(browser.LoadFailed, match="cannot be trusted"):
+            browser.page_metrics(dict(perf, until_ms=lie))
+
+
+def test_the_merged_disable_features_flag():
+    """Chromium reads only the last --disable-features: ours and the user's become one, at the end."""
+    ours = "Translate,OptimizationHints,MediaRouter"
+    plain = browser.chromium_arguments([])
+    assert [a for a in plain if "disable-features" in a] == [f"--disable-features={ours}"]
+    assert plain[:-1] == [a for a in browser.CHROMIUM_FLAGS if "disable-features" not in a]
+    mine = browser.chromium_arguments(["--user-data-dir=/p", "--disable-features=Foo,Translate", "--lang=de",
+                                       "-disable-features=Bar"], upgrades=False)
+    assert [a for a in mine if "disable-features" in a] == [f"--disable-features={ours},Foo,Bar,HttpsUpgrades"]
+    assert mine[-1].startswith("--disable-features=") and mine.index("--user-data-dir=/p") < mine.index("--lang=de")
+    assert "--enable-features=X" in browser.chromium_arguments(["--enable-features=X"])
+
+
+def test_https_upgrades_are_off_in_replays_unless_asked_for():
+    p = registry.validate({"kind": "browser", "site": "s"})
+    assert browser.https_upgrades(p) is True and "https_upgrades" not in p
+    replay = registry.validate({"kind": "browser", "replay": "rec.har", "urls": ["https://a.test/"]})
+    assert browser.https_upgrades(replay) is False
+    assert browser.https_upgrades(dict(replay, https_upgrades=True)) is True
+    assert browser.https_upgrades(dict(p, https_upgrades=False)) is False
+    off = browser.firefox_prefs(upgrades=False)
+    assert {k: off[k] for k in browser.FIREFOX_NO_HTTPS_FIRST} == dict.fromkeys(browser.FIREFOX_NO_HTTPS_FIRST, False)
+    assert len(browser.FIREFOX_NO_HTTPS_FIRST) == 3 and "dom.security.https_first" in off
+    assert not set(browser.FIREFOX_NO_HTTPS_FIRST) & set(browser.firefox_prefs(upgrades=True))
+
+
+# DevTools' Network events as Chromium 156 gave them for a page with a 404'd style sheet and script (each also
+# reported canceled right after its 404), a missing image, and its icon; trimmed to the fields read.
+def devtools(method, rid, kind, url=None, status=None, headers=None, **more):
+    p = dict({"requestId": rid, "type": kind}, **more)
+    if method == "requestWillBeSent":
+        p["request"] = {"url": url}
+    elif method == "responseReceived":
+        p["response"] = {"url": url, "status": status, "headers": headers or {}, "connectionId": 1}
+    return {"method": f"Network.{method}", "params": p}
+
+
+PAGE = "https://h/"
+CHROMIUM_EVENTS = [
+    devtools("requestWillBeSent", "L1", "Document", PAGE),
+    devtools("responseReceived", "L1", "Document", PAGE, 200),
+    devtools("requestWillBeSent", "7.2", "Stylesheet", PAGE + "gone.css"),
+    devtools("responseReceived", "7.2", "Stylesheet", PAGE + "gone.css", 404),
+    devtools("loadingFailed", "7.2", "Stylesheet", errorText="net::ERR_ABORTED", canceled=True),
+    devtools("requestWillBeSent", "7.3", "Script", PAGE + "miss.js"),
+    devtools("responseReceived", "7.3", "Script", PAGE + "miss.js", 404, {"x-tm-replay": "miss"}),
+    devtools("loadingFailed", "7.3", "Script", errorText="net::ERR_ABORTED", canceled=True),
+    devtools("requestWillBeSent", "7.4", "Font", PAGE + "f.woff2"),
+    devtools("loadingFailed", "7.4", "Font", errorText="net::ERR_CONNECTION_RESET", canceled=False),
+    devtools("requestWillBeSent", "7.5", "Image", PAGE + "a.png"),
+    devtools("responseReceived", "7.5", "Image", PAGE + "a.png", 404, {"X-TM-Replay": "Miss"}),  # HTTP/1.1's case
+    devtools("requestWillBeSent", "7.6", "Script", PAGE + "cancelled.js"),
+    devtools("loadingFailed", "7.6", "Script", errorText="net::ERR_ABORTED", canceled=True),  # by the page
+    devtools("requestWillBeSent", "7.7", "Other", PAGE + "favicon.ico"),
+    devtools("responseReceived", "7.7", "Other", PAGE + "favicon.ico", 404, {"x-tm-replay": "miss"}),
+    devtools("requestWillBeSent", "7.8", "Stylesheet", PAGE + "ok.css"),
+    devtools("responseReceived", "7.8", "Stylesheet", PAGE + "ok.css", 200, {"x-tm-replay": "hit"}),
+]
+
+
+def test_chromium_failed_requests_and_replay_misses():
+    requests = browser.chromium_requests(CHROMIUM_EVENTS, "L1")
+    document, row = browser.load_requests(requests)
+    assert document is None
+    assert row["degraded"] == 1 and row["failed_requests"] == 3 and row["replay_misses"] == 2
+    assert row["failures"] == ["HTTP status 404: https://h/gone.css", "HTTP status 404 (not in the recording): "
+                               "https://h/miss.js", "net::ERR_CONNECTION_RESET: https://h/f.woff2",
+                               "HTTP status 404 (not in the recording): https://h/a.png"]
+    # The page's own document: its failure is the load's, not a degraded page's.
+    missing = [devtools("responseReceived", "L1", "Document", PAGE, 404, {"x-tm-replay": "miss"})]
+    assert browser.load_requests(browser.chromium_requests(missing, "L1"))[0] == \
+        "HTTP status 404 (not in the recording)"
+    assert browser.load_requests(browser.chromium_requests(missing, "L2"))[1]["failed_requests"] == 1  # an iframe's
+    clean = browser.load_requests(browser.chromium_requests(CHROMIUM_EVENTS[:2] + CHROMIUM_EVENTS[-2:], "L1"))
+    assert clean == (None, {"degraded": 0, "failed_requests": 0, "replay_misses": 0, "failures": []})
+
+
+def bidi(method, url, destination, initiator=None, status=None, headers=(), error=None, navigation=None):
+    request = {"request": url, "url": url, "destination": destination, "initiatorType": initiator}
+    p = {"request": request, "navigation": navigation}
+    if method == "network.fetchError":
+        p["errorText"] = error
+    else:
+        p["response"] = {"status": status, "mimeType": "text/html",
+                         "headers": [{"name": n, "value": {"type": "string", "value": v}} for n, v in headers]}
+    return {"method": method, "params": p}
+
+
+# What Firefox ESR 153 gave through WebDriver BiDi for the same page: its preload scanner asks for a style sheet
+# twice, it asks for the page's icon itself (an image without initiatorType), and an error page loads data: fonts.
+FIREFOX_EVENTS = [
+    bidi("network.responseCompleted", PAGE, "document", status=200, navigation="n1"),
+    bidi("network.responseCompleted", PAGE + "gone.css", "style", "link", 404),
+    bidi("network.responseCompleted", PAGE + "gone.css", "style", "link", 404),
+    bidi("network.responseCompleted", PAGE + "miss.js", "script", "script", 404, [("x-tm-replay", "miss")]),
+    bidi("network.fetchError", PAGE + "f.woff2", "font", error="NS_ERROR_NET_RESET"),
+    bidi("network.responseCompleted", PAGE + "a.png", "image", "img", 404, [("x-tm-replay", "miss")]),
+    bidi("network.fetchError", PAGE + "cancelled.js", "script", "script", error="NS_BINDING_ABORTED"),
+    bidi("network.responseCompleted", PAGE + "favicon.ico", "image", None, 404, [("x-tm-replay", "miss")]),
+    bidi("network.responseCompleted", "data:font/woff2;base64,AAAA", "font", None, 200),
+    bidi("network.responseCompleted", PAGE + "bg.png", "image", "css", 200),
+]
+
+
+def test_firefox_failed_requests_and_replay_misses():
+    document, row = browser.load_requests(browser.firefox_requests(FIREFOX_EVENTS, "n1"))
+    assert document is None
+    assert row["degraded"] == 1 and row["failed_requests"] == 3 and row["replay_misses"] == 2
+    assert row["failures"][2] == "NS_ERROR_NET_RESET: https://h/f.woff2"
+    gone = [bidi("network.fetchError", PAGE, "document", error="NS_ERROR_CONNECTION_REFUSED", navigation="n1")]
+    assert browser.load_requests(browser.firefox_requests(gone, "n1"))[0] == "NS_ERROR_CONNECTION_REFUSED"
+    assert browser.load_requests(browser.firefox_requests(gone, None))[0] is None  # no navigation: no page
+
+
+@pytest.mark.parametrize("url,mime,kind", [
+    ("https://h/a.CSS?v=1", "", "style"), ("https://h/app.mjs", "", "script"), ("https://h/f.woff2", "", "font"),
+    ("https://h/x", "font/woff2", "font"), ("https://h/x", "text/css; charset=utf-8", "style"),
+    ("https://h/x", "image/png", "other"), ("https://h/", "text/html", "document")])
+def test_firefox_kind_without_a_destination(url, mime, kind):
+    # A Firefox older than 153 may give no destination: the URL's extension, else the content type, say.
+    assert browser.firefox_kind({"url": url}, {"mimeType": mime}) == kind
+
+
 @pytest.mark.parametrize("alpn,name", [("http/1.1", "h1"), ("http/1.0", "h1"), ("h2", "h2"), ("h3", "h3"),
                                        ("h3-29", "h3"), ("", ""), (None, ""), ("HTTP/1.1", "h1")])
 def test_protocol_names(alpn, name):
@@ -129,12 +262,17 @@ def test_urls_and_the_address_behind_the_stack(monkeypatch):
     assert browser.server_host(None) == "100.127.255.1"
 
 
-def rows_of_loads():
+def rows_of_loads(degraded=False):
     ok = {"load": 1, "url": "https://h/", "completed": 1, "error": None, "startup_ms": 500.0, "plt_ms": 400.0,
           "dcl_ms": 200.0, "fcp_ms": 210.0, "transfer_bytes": 1000, "requests": 3, "connections": 1, "cache_hits": 0,
-          "protocol": "h2", "protocols": {"h2": 3}, "status": 200}
-    return [ok, dict(ok, load=2, plt_ms=440.0), {"load": 3, "url": "https://h/", "completed": 0,
-                                                  "error": "timed out waiting for the load event", "startup_ms": 480.0}]
+          "protocol": "h2", "protocols": {"h2": 3}, "status": 200, "degraded": 0, "failed_requests": 0,
+          "replay_misses": 0, "failures": []}
+    second = dict(ok, load=2, plt_ms=440.0)
+    if degraded:
+        second.update(degraded=1, failed_requests=2, replay_misses=1, failures=[
+            "HTTP status 404: https://h/a.css", "HTTP status 404 (not in the recording): https://h/b.js"])
+    return [ok, second, {"load": 3, "url": "https://h/", "completed": 0,
+                         "error": "timed out waiting for the load event", "startup_ms": 480.0}]
 
 
 def test_summarize_keeps_failed_loads_as_rows():
@@ -161,6 +299,52 @@ def test_results_csv_and_summary_have_a_row_per_load(tmp_path):
     lines = results.loads_markdown([result])
     assert "Loads: 2 of 3 completed (h2 2)." in lines
     assert "- default/r1 load 3: timed out waiting for the load event" in lines
+    assert by["load2.degraded"] == 0 and by["loads_degraded"] == 0
+
+
+def degraded_result():
+    client = browser.summarize(rows_of_loads(degraded=True), {"browser": "chromium"})
+    return {"run": "default/r1", "config": "default", "values": {}, "replication": 1, "seed": 7,
+            "metrics": client["metrics"], "samples": client["samples"], "loads": client["loads"]}
+
+
+def test_degraded_loads_are_counted_among_the_completed():
+    """A degraded load completed: its times are among the medians, and the run and the rows say that it was
+    degraded and how many of its requests failed."""
+    result = degraded_result()
+    m, s = result["metrics"], result["samples"]
+    assert m["loads_completed"] == 2 and m["plt_ms_p50"] == 420.0 and s["plt_ms"] == [400.0, 440.0]
+    assert m["loads_degraded"] == 1 and m["failed_requests"] == 2 and m["replay_misses"] == 1
+    assert s["degraded"] == [0, 1]
+    by = {r["metric"]: r["value"] for r in results.rows([result], [])}
+    assert by["load2.degraded"] == 1 and by["load2.failed_requests"] == 2 and by["load2.replay_misses"] == 1
+    assert "load2.failures" not in by  # a list: in result.json and the summary, not a row
+
+
+def test_the_summary_says_how_many_loads_were_degraded_and_what_failed():
+    result = degraded_result()
+    lines = results.loads_markdown([result])
+    assert "Loads: 2 of 3 completed (h2 2), 1 of them degraded (failed_requests 2, replay_misses 1)." in lines
+    assert ("- default/r1 load 2: degraded: HTTP status 404: https://h/a.css; HTTP status 404 (not in the "
+            "recording): https://h/b.js") in lines
+    per, _ = results.summaries([result])
+    assert per["default"]["loads_degraded"]["median"] == 1
+
+
+def test_degraded_loads_are_marked_on_the_samples_cdf():
+    from tracemod_run import plots
+
+    result = degraded_result()
+    assert plots.degraded_samples([result], "plt_ms") == [440.0]
+    assert plots.degraded_samples([result], "fcp_ms") == [210.0]
+    assert plots.degraded_samples([{"samples": {}}], "plt_ms") == []
+    plt = plots._pyplot()
+    fig, ax = plt.subplots()
+    plots._cdf(ax, [400.0, 440.0, 300.0, 440.0], "c", [440.0])
+    step, marks = ax.get_lines()
+    assert marks.get_marker() == "x" and marks.get_xydata().tolist() == [[440.0, 1.0]]
+    assert step.get_label() == "c (n=4, 1 degraded)" and marks.get_color() == step.get_color()
+    plt.close(fig)
 
 
 def test_certificates_name_every_address_and_verify(tmp_path):

@@ -1,7 +1,9 @@
 """Plots of a results directory, PNG and SVG, drawn from the runs' data files only: a CDF per metric across
 configurations (over replications; for samples such as file times, pooled over them), a box plot per metric
 across configurations, and a time series of one run (the link logs' per-bin throughput and queueing delay, the
-workload's sender RTT and receiver throughput)."""
+workload's sender RTT and receiver throughput). The browser workload's degraded loads are marked on its
+samples' CDFs."""
+import bisect
 import os
 import re
 
@@ -28,17 +30,29 @@ def _safe(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
-def _cdf(ax, values, label):
+def _cdf(ax, values, label, marked=()):
+    """VALUES' CDF; each of MARKED (some of VALUES) is also drawn as an x on the curve where it stands."""
     xs = sorted(values)
     n = len(xs)
-    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", label=f"{label} (n={n})")
+    line, = ax.step(xs, [(i + 1) / n for i in range(n)], where="post",
+                    label=f"{label} (n={n}" + (f", {len(marked)} degraded)" if marked else ")"))
+    if marked:
+        ax.plot(marked, [bisect.bisect_right(xs, v) / n for v in marked], "x", color=line.get_color(), markersize=7)
 
 
-def cdf_figure(plt, out, name, data, xlabel, ylabel, title):
-    """One CDF per configuration of DATA ({config: values}) in one figure, saved as NAME.png and .svg."""
+def degraded_samples(results, name):
+    """The values of sample NAME that came from degraded loads (completed, with failed requests): per load rows
+    (the browser workload's) only."""
+    return [item[name] for r in results for item in r.get("loads", [])
+            if item.get("completed") and item.get("degraded") and item.get(name) is not None]
+
+
+def cdf_figure(plt, out, name, data, xlabel, ylabel, title, marked=None):
+    """One CDF per configuration of DATA ({config: values}) in one figure, saved as NAME.png and .svg; MARKED
+    ({config: values}) are drawn as x on their configuration's curve."""
     fig, ax = plt.subplots(figsize=(7, 4))
     for c, values in data.items():
-        _cdf(ax, values, c)
+        _cdf(ax, values, c, (marked or {}).get(c, ()))
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
@@ -94,8 +108,10 @@ def draw_all(directory, manifest, results, options):
         plt.close(fig)
     for name in chosen_samples(results, options):
         data = {c: [v for r in rs for v in r.get("samples", {}).get(name, [])] for c, rs in by_config.items()}
+        marked = {c: degraded_samples(rs, name) for c, rs in by_config.items()}
         cdf_figure(plt, out, f"cdf_{_safe(name)}_samples", {c: v for c, v in data.items() if v}, name, "fraction",
-                   f"{name}, pooled over replications")
+                   f"{name}, pooled over replications" + (" (x: degraded loads)" if any(marked.values()) else ""),
+                   marked)
     chosen = options.get("timeseries")
     run = next((r for r in results if r["run"] == chosen), results[0])
     timeseries(plt, run, out)

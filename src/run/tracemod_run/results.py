@@ -237,7 +237,8 @@ def summary_markdown(manifest, results, failed, per, pooled, violations):
 
 
 def loads_markdown(results):
-    """For a workload with per-load rows: how many completed, with which protocol, and why the others failed."""
+    """For a workload with per-load rows: how many completed, with which protocol, how many of those were
+    degraded (and what failed in them), and why the others failed."""
     loads = [item for r in results for item in r.get("loads", [])]
     if not loads:
         return []
@@ -246,12 +247,30 @@ def loads_markdown(results):
     for item in done:
         protocols[item.get("protocol") or "?"] = protocols.get(item.get("protocol") or "?", 0) + 1
     lines = ["", f"Loads: {len(done)} of {len(loads)} completed" +
-             (" (" + ", ".join(f"{p} {n}" for p, n in sorted(protocols.items())) + ")" if protocols else "") + "."]
-    failed = [(r["run"], item) for r in results for item in r.get("loads", []) if not item.get("completed")]
-    lines += [f"- {run} load {item.get('load')}: {item.get('error')}" for run, item in failed[:20]]
-    if len(failed) > 20:
-        lines.append(f"- ... and {len(failed) - 20} more (results.csv has every one)")
+             (" (" + ", ".join(f"{p} {n}" for p, n in sorted(protocols.items())) + ")" if protocols else "") +
+             degraded_text(done) + "."]
+    listed = [(r["run"], item) for r in results for item in r.get("loads", [])
+              if not item.get("completed") or item.get("degraded") or item.get("replay_misses")]
+    lines += [f"- {run} load {item.get('load')}: {load_problem(item)}" for run, item in listed[:20]]
+    if len(listed) > 20:
+        lines.append(f"- ... and {len(listed) - 20} more (results.csv has every one)")
     return lines
+
+
+def degraded_text(done):
+    """How many of the completed loads DONE were degraded, and the requests that failed in them ('' if none)."""
+    degraded = sum(1 for item in done if item.get("degraded"))
+    failed, misses = (sum(item.get(k) or 0 for item in done) for k in ("failed_requests", "replay_misses"))
+    if not (degraded or misses):
+        return ""
+    return f", {degraded} of them degraded (failed_requests {failed}, replay_misses {misses})"
+
+
+def load_problem(item):
+    """A failed load's error, or what failed in a completed one."""
+    if not item.get("completed"):
+        return str(item.get("error"))
+    return ("degraded: " if item.get("degraded") else "") + "; ".join(item.get("failures") or ["?"])
 
 
 def write_manifest_runs(directory, manifest, results, failed):

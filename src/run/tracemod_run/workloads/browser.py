@@ -16,16 +16,20 @@ Client (behind the shells): loads each of `urls` `loads` times, interleaved (loa
 and waits until it is warm: its protocol answers (over a WebSocket on the browser's own loopback,
 python3-websocket) and about:blank is loaded; that start-up time is kept as startup_ms, apart from the page's.
 Then it navigates, waits for the load event through the protocol (no sleep, no polling of the page), reads
-the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics), and kills the
-browser's whole process group, then any descendant that left the group (the client is the browsers' child
-subreaper, so such an orphan comes back to it). The browser trusts the run's CA through an NSS database of its
+the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_metrics) in a world of its own
+(the page's own prototypes cannot break the read), counts the requests that failed and those the replay could
+not answer (the protocol's network events: load_requests), and kills the browser's whole process group, then
+any descendant that left the group (the client is the browsers' child subreaper, so such an orphan comes back
+to it). The browser trusts the run's CA through an NSS database of its
 own: $HOME/.pki/nssdb for Chromium, the profile's cert9.db for Firefox. With `warm`, each load first loads its
 URL once in that profile (not measured), quits the browser so its disk cache is written, and starts it again in
 the same profile: the measured load has a warm cache and cold connections, as a revisit does. Every wait has
 a deadline.
 
-A load that fails or times out is a row that says so (completed 0, its error), never a missing one; the run
-itself fails only if the workload cannot run at all (no browser, no server)."""
+A load that fails or times out is a row that says so (completed 0, its error), never a missing one, and so is
+a load whose page itself failed (an HTTP error, a network error, a replay's miss); a load whose documents,
+style sheets, scripts or fonts failed completed, but degraded, and its row says how many. The run itself
+fails only if the workload cannot run at all (no browser, no server)."""
 import collections
 import ctypes
 import fcntl
@@ -42,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 from .. import stats, values
 from ..errors import RunError, UsageError
@@ -78,6 +83,9 @@ PARAMS = {
     "browser_args": Param((list,), [], help="more command-line arguments for the browser"),
     "until": Param((str,), None, help="a JavaScript expression (a promise, or a value) each load waits for after "
                                       "its load event, such as the page's own signal that it is done: until_ms"),
+    "https_upgrades": Param((bool,), None, help="let the browser try https:// for an http:// URL (Chromium's "
+                                                "HTTPS-Upgrades, Firefox's HTTPS-First): off in replays unless true, "
+                                                "the browser's own default otherwise"),
 }
 
 
@@ -159,14 +167,49 @@ FIREFOX_PREFS = {
     "toolkit.telemetry.enabled": False,
     "services.settings.server": "data:,",
 }
+# Firefox's HTTPS-First (on by default in ESR 153, like the two below; all three are in its static pref list,
+# not in omni.ja's default files): off when the browser is to load http:// URLs as given (https_upgrades).
+FIREFOX_NO_HTTPS_FIRST = {"dom.security.https_first": False, "dom.security.https_first_pbm": False,
+                          "dom.security.https_first_schemeless": False}
+
+
+def https_upgrades(params):
+    """Whether the browser may try https:// for an http:// URL: as params say, else not in a replay (a recording
+    holds the URLs the page used; an upgraded one is a request the recording cannot answer)."""
+    if params.get("https_upgrades") is not None:
+        return params["https_upgrades"]
+    return not params.get("replay")
+
+
+def firefox_prefs(upgrades=True):
+    """The prefs of a fresh profile: FIREFOX_PREFS, and without UPGRADES no HTTPS-First."""
+    return FIREFOX_PREFS if upgrades else {**FIREFOX_PREFS, **FIREFOX_NO_HTTPS_FIRST}
+
+
+def chromium_arguments(args, upgrades=True):
+    """CHROMIUM_FLAGS, then ARGS, with every --disable-features merged into one at the end: Chromium reads only
+    the last, so a user's own would turn ours back on. Without UPGRADES, HttpsUpgrades is disabled too."""
+    features, rest = [], []
+    for arg in [*CHROMIUM_FLAGS, *args]:
+        m = re.fullmatch(r"--?disable-features=(.*)", arg)
+        if m:
+            features += [f for f in m.group(1).split(",") if f]
+        else:
+            rest.append(arg)
+    if not upgrades:
+        features.append("HttpsUpgrades")
+    return rest + [f"--disable-features={','.join(dict.fromkeys(features))}"] if features else rest
+
 
 # What the page's own timing says, read once the load event has fired (and, with params' until, once that has
-# settled). First contentful paint may come after onload (a headless browser paints on its own frame
-# clock): wait for it, at most FCP_WAIT_MS.
+# settled), in a world of our own (Chromium's isolated world, a WebDriver BiDi sandbox): it sees the page's DOM
+# and timing but not the page's JavaScript, so a page's own Array.prototype.toJSON or JSON.stringify cannot
+# break the read. First contentful paint may come after onload (a headless browser paints on its own frame
+# clock): wait for it, at most FCP_WAIT_MS. read_ms, when the read began, bounds until_ms.
 FCP_WAIT_MS = 2000
+WORLD = "tm-run"
 PERFORMANCE_JS = """(async () => {
-  let until_ms = null;
-  %(until)s
+  const read_ms = performance.now();
   const fcp = () => performance.getEntriesByName('first-contentful-paint').length > 0;
   if (!fcp()) {
     await new Promise(done => {
@@ -181,15 +224,12 @@ PERFORMANCE_JS = """(async () => {
     res: performance.getEntriesByType('resource').map(keep),
     paint: performance.getEntriesByType('paint').map(keep),
     title: document.title,
-    until_ms,
+    read_ms,
   });
-})()"""
-
-
-def performance_js(until=None):
-    """PERFORMANCE_JS, first awaiting the expression UNTIL (a promise, or a value) if given."""
-    wait = f"await ({until}); until_ms = performance.now();" if until else ""
-    return PERFORMANCE_JS % {"until": wait, "fcp_wait": FCP_WAIT_MS}
+})()""" % {"fcp_wait": FCP_WAIT_MS}
+# params' until, in the page's own world, since it may name the page's own objects (its "done" promise); it
+# returns only a number, the time it settled, which page_metrics checks against the read's own clock.
+UNTIL_JS = "(async () => { await (%s); return performance.now(); })()"
 
 PROTOCOLS = {"http/0.9": "h1", "http/1.0": "h1", "http/1.1": "h1", "h2": "h2", "h2c": "h2", "h3": "h3"}
 
@@ -246,8 +286,129 @@ def page_metrics(perf):
         "protocols": dict(protocols),
         "status": nav.get("responseStatus"),
         "title": perf.get("title"),  # what the page says of itself once loaded (a test site's "complete 38")
-        "until_ms": None if perf.get("until_ms") is None else perf["until_ms"] - start,
+        "until_ms": until_time(perf, start),
     }
+
+
+def until_time(perf, start):
+    """until_ms from the time PERF's until settled (the page's own performance.now(), which the page could have
+    replaced): it must lie between the navigation's START and the moment our read began."""
+    until = perf.get("until_ms")
+    if until is None:
+        return None
+    if not isinstance(until, (int, float)) or isinstance(until, bool) or not start <= until <= perf["read_ms"]:
+        raise LoadFailed(f"until settled at {until!r} by the page's performance.now(), not between the navigation "
+                         f"({start}) and the timing read ({perf['read_ms']}): the page's clock cannot be trusted")
+    return until - start
+
+
+# What a load's requests say of it. A failed document, style sheet, script or font makes another page than the
+# one recorded or served (unstyled, without its code or text); a failed image or fetch leaves its layout and
+# code as they were, so only those four kinds make a load degraded. tm-webreplay's own 404, for a request
+# its recording has no answer to, says REPLAY_MISS: any kind counts then.
+CRITICAL = ("document", "style", "script", "font")
+REPLAY_MISS = ("x-tm-replay", "miss")
+LISTED = 10  # failures named in a load's row
+Request = collections.namedtuple("Request", "url kind status error miss main")
+
+
+def replay_miss(headers):
+    """True if HEADERS ((name, value) pairs) say tm-webreplay had no recording: names in any case (HTTP/1.1)."""
+    return any(n.lower() == REPLAY_MISS[0] and str(v).strip().lower() == REPLAY_MISS[1] for n, v in headers)
+
+
+def failure(request):
+    """Why REQUEST failed (its network error, or its HTTP status of 400 or more), or None."""
+    if request.error:
+        return request.error
+    if request.status is not None and request.status >= 400:
+        return f"HTTP status {request.status}" + (" (not in the recording)" if request.miss else "")
+    return None
+
+
+def load_requests(requests):
+    """(why the page's own document failed or None, the row's fields): degraded, failed_requests (the distinct
+    URLs of the failed documents, style sheets, scripts and fonts besides the page), replay_misses (the distinct
+    URLs tm-webreplay had no recording of, any kind) and failures (the first LISTED of them, each with why).
+    The browser's own requests (kind "own": the page's icon) are not the page's, and data: URLs no request."""
+    document, failed, misses = None, {}, {}
+    for r in requests:
+        why = failure(r)
+        if why is None or r.kind == "own" or not r.url.startswith(("http:", "https:")):
+            continue
+        if r.main:
+            document = document or why
+        else:
+            if r.kind in CRITICAL:
+                failed.setdefault(r.url, why)
+            if r.miss:
+                misses.setdefault(r.url, why)
+    named = [f"{why}: {url}" for url, why in {**failed, **misses}.items()]
+    return document, {"degraded": int(bool(failed)), "failed_requests": len(failed), "replay_misses": len(misses),
+                      "failures": named[:LISTED]}
+
+
+# DevTools' resource types of the kinds that count; "Other" is Chromium's request for the page's icon (seen in
+# the page's own Network domain, when it pleases), which no page element makes.
+CHROMIUM_KINDS = {"Document": "document", "Stylesheet": "style", "Script": "script", "Font": "font", "Other": "own"}
+
+
+def chromium_requests(events, loader):
+    """The Requests in DevTools' Network events: each response (Network.responseReceived), each failure
+    (Network.loadingFailed) but a cancellation. Chromium reports a style sheet, script or font answered with a 404
+    as canceled right after it: the 404 counts. The page's own request is the one whose id is its LOADER id."""
+    urls, out = {}, []
+    for m in events:
+        p, method = m.get("params", {}), m.get("method")
+        kind, main = CHROMIUM_KINDS.get(p.get("type"), "other"), p.get("requestId") == loader
+        if method == "Network.requestWillBeSent":
+            urls[p["requestId"]] = p["request"]["url"]
+        elif method == "Network.responseReceived":
+            r = p["response"]
+            out.append(Request(r["url"], kind, r.get("status"), None, replay_miss(r.get("headers", {}).items()), main))
+        elif method == "Network.loadingFailed" and not p.get("canceled"):
+            out.append(Request(urls.get(p["requestId"], ""), kind, None, p.get("errorText") or "failed", False, main))
+    return out
+
+
+# Fetch destinations of the kinds that count, and where a Firefox gives none (153 gives every request's, and
+# initiatorType), the kind by the URL's extension, else by the response's content type.
+FETCH_KINDS = {"document": "document", "iframe": "document", "frame": "document", "style": "style",
+               "script": "script", "font": "font"}
+EXTENSION_KINDS = {".css": "style", ".js": "script", ".mjs": "script", ".woff": "font", ".woff2": "font",
+                   ".ttf": "font", ".otf": "font", ".html": "document", ".htm": "document"}
+MIME_KINDS = {"text/css": "style", "text/javascript": "script", "application/javascript": "script",
+              "text/html": "document"}
+
+
+def firefox_kind(request, response):
+    """A BiDi request's kind. An image without an initiatorType is Firefox's own request for the page's icon
+    (/favicon.ico when the page names none), which it makes after the load when it pleases."""
+    if "destination" in request:
+        if request["destination"] == "image" and not request.get("initiatorType"):
+            return "own"
+        return FETCH_KINDS.get(request["destination"], "other")
+    extension = os.path.splitext(urllib.parse.urlsplit(request["url"]).path)[1].lower()
+    mime = (response.get("mimeType") or "").split(";")[0].strip().lower()
+    return EXTENSION_KINDS.get(extension) or ("font" if mime.startswith("font/") else MIME_KINDS.get(mime, "other"))
+
+
+def firefox_requests(events, navigation):
+    """The Requests in WebDriver BiDi's network.responseCompleted and network.fetchError events but a cancellation
+    (NS_BINDING_ABORTED). The page's own request is the one of the NAVIGATION's id."""
+    out = []
+    for m in events:
+        if m.get("method") not in ("network.responseCompleted", "network.fetchError"):
+            continue
+        p = m["params"]
+        request, response = p["request"], p.get("response") or {}
+        error = p.get("errorText") or "failed" if m["method"] == "network.fetchError" else None
+        if error == "NS_BINDING_ABORTED":
+            continue
+        headers = [(h["name"], (h.get("value") or {}).get("value", "")) for h in response.get("headers", [])]
+        out.append(Request(request["url"], firefox_kind(request, response), None if error else response.get("status"),
+                           error, replay_miss(headers), navigation is not None and p.get("navigation") == navigation))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -446,12 +607,13 @@ def find(name):
 
 class Browser:
     """Start (warm: protocol up, about:blank loaded), load() one URL, close(). PROFILE is a fresh directory of
-    ours (or one a previous start filled, for a warm cache); NSSDB a certificate database to trust, or None."""
+    ours (or one a previous start filled, for a warm cache); NSSDB a certificate database to trust, or None;
+    UPGRADES whether it may try https:// for an http:// URL (see https_upgrades)."""
 
     name = ""
 
-    def __init__(self, exe, profile, nssdb, args, deadline):
-        self.exe, self.profile, self.nssdb, self.args = exe, profile, nssdb, list(args)
+    def __init__(self, exe, profile, nssdb, args, deadline, upgrades=True):
+        self.exe, self.profile, self.nssdb, self.args, self.upgrades = exe, profile, nssdb, list(args), upgrades
         self.home = os.path.join(profile, "home")
         os.makedirs(self.home, exist_ok=True)
         self.process = self.channel = None
@@ -503,7 +665,7 @@ class Chromium(Browser):
         data = os.path.join(self.profile, "chromium")
         if self.nssdb and not os.path.exists(os.path.join(self.home, ".pki", "nssdb")):
             self._copy_nssdb(os.path.join(self.home, ".pki", "nssdb"))  # Chromium on Linux trusts $HOME's NSS db
-        argv = [self.exe, *CHROMIUM_FLAGS, f"--user-data-dir={data}", *self.args, "about:blank"]
+        argv = [self.exe, *chromium_arguments([f"--user-data-dir={data}", *self.args], self.upgrades), "about:blank"]
         self.process = Process(argv, self.environment(), r"DevTools listening on (ws://\S+)")
         self.channel = Channel(self.process.wait_endpoint(deadline), deadline)
         targets = self.channel.call("Target.getTargets", {}, deadline)["targetInfos"]
@@ -521,11 +683,14 @@ class Chromium(Browser):
     def _call(self, method, params, deadline):
         return self.channel.call(method, params, deadline, sessionId=self.session)
 
-    def _evaluate(self, expression, deadline, wait=False):
-        r = self._call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": wait},
-                       deadline)
+    def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
+        """EXPRESSION's value, in the page's main world or the isolated WORLD (an execution context id)."""
+        params = {"expression": expression, "returnByValue": True, "awaitPromise": wait}
+        if world is not None:
+            params["contextId"] = world
+        r = self._call("Runtime.evaluate", params, deadline)
         if "exceptionDetails" in r:
-            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None):
@@ -533,12 +698,16 @@ class Chromium(Browser):
         if nav.get("errorText"):
             raise LoadFailed(f"{url}: {nav['errorText']}")
         loader, frame = nav.get("loaderId"), nav.get("frameId")
-        responses = []
+        seen = []
         self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
                            and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
-                           deadline, "the load event", seen=responses.append)
-        perf = json.loads(self._evaluate(performance_js(until), deadline, wait=True))
-        perf["connections"] = connection_count(responses + list(self.channel.events))
+                           deadline, "the load event", seen=seen.append)
+        until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
+        world = self._call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD,
+                                                        "grantUniversalAccess": False}, deadline)["executionContextId"]
+        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=world))
+        events = seen + list(self.channel.events)
+        perf.update(connections=connection_count(events), requests=chromium_requests(events, loader), until_ms=until_ms)
         return perf
 
     def _quit(self, deadline):
@@ -553,7 +722,7 @@ class Firefox(Browser):
         if not os.path.exists(data):
             os.makedirs(data)
             with open(os.path.join(data, "user.js"), "w") as f:
-                for key, value in FIREFOX_PREFS.items():
+                for key, value in firefox_prefs(self.upgrades).items():
                     f.write(f"user_pref({json.dumps(key)}, {json.dumps(value)});\n")
             if self.nssdb:
                 self._copy_nssdb(data)  # the profile's own cert9.db: trusted by this profile only
@@ -568,19 +737,26 @@ class Firefox(Browser):
         if not tree:
             raise LoadFailed("the browser has no window")
         self.context = tree[0]["context"]
+        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError"],
+                                                "contexts": [self.context]}, deadline)  # see firefox_requests
         self._wait_blank(self._evaluate, deadline)
 
-    def _evaluate(self, expression, deadline, wait=False):
-        r = self.channel.call("script.evaluate", {"expression": expression, "target": {"context": self.context},
-                                                  "awaitPromise": wait}, deadline)
+    def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
+        """EXPRESSION's value, in the page's main world or the sandbox named WORLD."""
+        target = {"context": self.context} if world is None else {"context": self.context, "sandbox": world}
+        r = self.channel.call("script.evaluate", {"expression": expression, "target": target, "awaitPromise": wait},
+                              deadline)
         if r.get("type") == "exception":
-            raise LoadFailed(f"the page's timing could not be read: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None):
-        self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
-                          deadline)
-        return json.loads(self._evaluate(performance_js(until), deadline, wait=True))
+        nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
+                                deadline)
+        until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
+        perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
+        perf.update(requests=firefox_requests(self.channel.events, nav.get("navigation")), until_ms=until_ms)
+        return perf
 
     def _quit(self, deadline):
         self.channel.call("browser.close", {}, deadline)
@@ -875,16 +1051,25 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
     row = {"load": number, "url": url, "completed": 0, "error": None}
     profile = tempfile.mkdtemp(prefix="load-", dir=workdir)
     browser = None
+
+    def start():
+        return kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT,
+                    https_upgrades(params))
+
     try:
         if params["warm"]:
-            browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+            browser = start()
             browser.load(url, time.monotonic() + params["timeout"])
             browser.close(graceful_deadline=time.monotonic() + 10)
-        browser = kind(exe, profile, nssdb, params["browser_args"], time.monotonic() + STARTUP_TIMEOUT)
+        browser = start()
         row["startup_ms"] = browser.startup_ms
         perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"))
+        document, counts = load_requests(perf["requests"])
+        row.update(counts)
+        if document:
+            raise LoadFailed(f"{url}: {document}")
         row.update(page_metrics(perf))
-        if row["status"] and row["status"] >= 400:
+        if row["status"] and row["status"] >= 400:  # the events should have said so: the timing does
             raise LoadFailed(f"{url}: HTTP status {row['status']}")
         row["completed"] = 1
     except LoadFailed as e:
@@ -911,9 +1096,8 @@ def run_client(params, host, port, seed):
             for url in urls:
                 rows.append(one_load(kind, exe, url, params, workdir, nssdb, len(rows) + 1))
                 row = rows[-1]
-                print(f"tm-run workload browser: load {row['load']} of {url}: "
-                      + (f"{row['plt_ms']:.1f} ms" if row["completed"] else f"failed: {row['error']}"),
-                      file=sys.stderr, flush=True)
+                print(f"tm-run workload browser: load {row['load']} of {url}: {outcome(row)}", file=sys.stderr,
+                      flush=True)
     except _Stop as e:
         raise RunError(f"stopped by {e}") from None
     finally:
@@ -922,6 +1106,17 @@ def run_client(params, host, port, seed):
         reap_orphans()
         shutil.rmtree(workdir, ignore_errors=True)
     return summarize(rows, params)
+
+
+def outcome(row):
+    """A load's row in a few words, for the client's log."""
+    if not row["completed"]:
+        return f"failed: {row['error']}"
+    text = f"{row['plt_ms']:.1f} ms"
+    if row["degraded"] or row["replay_misses"]:
+        text += (f" ({'degraded: ' if row['degraded'] else ''}{row['failed_requests']} failed requests, "
+                 f"{row['replay_misses']} replay misses: {'; '.join(row['failures'][:3])})")
+    return text
 
 
 def summarize(rows, params):
@@ -941,5 +1136,10 @@ def summarize(rows, params):
         metrics["plt_cov"] = stats.sd(plt) / stats.mean(plt)
     for proto in ("h1", "h2", "h3"):
         metrics[f"loads_{proto}"] = sum(1 for r in done if r.get("protocol") == proto)
+    # Degraded loads completed, so they are among the medians above: these say how many, and what failed.
+    metrics["loads_degraded"] = sum(r.get("degraded", 0) for r in done)
+    metrics["failed_requests"] = sum(r.get("failed_requests", 0) for r in done)
+    metrics["replay_misses"] = sum(r.get("replay_misses", 0) for r in done)
     samples["completed"] = [r["completed"] for r in rows]
+    samples["degraded"] = [r.get("degraded", 0) for r in done]
     return {"metrics": metrics, "samples": samples, "series": {}, "loads": rows, "browser": params["browser"]}
