@@ -358,9 +358,6 @@ def har_entry(path, status, mime, text):
                                      "text": base64.b64encode(text.encode()).decode(), "encoding": "base64"}}}
 
 
-# The server side (tm-webreplay's 404 saying x-tm-replay: miss) is being added on another branch: flip this once
-# it is merged (strict, so that it is noticed then).
-@pytest.mark.xfail(strict=True, reason="needs x-tm-replay: miss from the server")
 @pytest.mark.parametrize("browser", ["chromium", "firefox"])
 def test_a_replayed_load_counts_what_the_recording_could_not_answer(root, browser, public_tmp):
     har = public_tmp / "miss.har"
