@@ -317,3 +317,147 @@ def test_under_sudo_names_resolve_and_a_recording_made_inside_is_the_users(root,
     for p in (rec, rec / "ca.key", *rec.glob("save.*")):
         assert p.stat().st_uid == user.uid, p
     assert len(list(rec.glob("save.*"))) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A first replay, and what recordings others made need (issue 29)
+
+
+def fresh_home(public_tmp, who, name="home"):
+    """An empty HOME owned by WHO, as a new user's is."""
+    home = public_tmp / name
+    home.mkdir()
+    os.chown(home, who.uid, who.gid)
+    os.chmod(home, 0o700)
+    return home
+
+
+def test_a_first_replay_from_an_empty_home_makes_its_ca_there(who, tools, public_tmp, site):
+    """No --ca-dir, a HOME with nothing in it: the CA and the directories above it are made, the user's, private."""
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    home = fresh_home(public_tmp, who)
+    script = 'curl -sS --cacert "$TM_WEBREPLAY_CA" -o /dev/null -w "%{http_code}" ' + INDEX
+    r = who.run(tools.shell("tm-webreplay", recording, cmd=sh(script)), env={"HOME": home})
+    assert r.returncode == 0 and r.stdout == "200", r.stdout + r.stderr
+    ca = home / ".local" / "state" / "tracemod" / "webreplay-ca"
+    assert sorted(os.listdir(ca)) == ["ca.key", "ca.pem"]
+    for d in (home / ".local", home / ".local" / "state", ca.parent, ca):
+        assert d.stat().st_uid == who.uid and oct(d.stat().st_mode & 0o777) == "0o700", d
+    state = public_tmp / "xdg"
+    r = who.run(tools.shell("tm-webreplay", recording, cmd=sh(script)), env={"HOME": home, "XDG_STATE_HOME": state})
+    assert r.returncode == 0 and r.stdout == "200", r.stdout + r.stderr
+    assert (state / "tracemod" / "webreplay-ca" / "ca.pem").exists()
+
+
+def test_errors_name_what_the_user_gave(root, tools, public_tmp):
+    recording = public_copy(public_tmp, RECORDINGS["har"])
+    r = root.run(tools.shell("tm-webreplay", "--ca-dir", "", recording, cmd=["true"]))
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == "tm-webreplay: --ca-dir: give a directory, not ''", r.stderr
+    (public_tmp / "file").write_text("x")
+    r = root.run(tools.shell("tm-webreplay", recording, cmd=["true"]), env={"HOME": public_tmp / "file"})
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("tm-webreplay: the replay's CA (give --ca-dir DIR to put it elsewhere): "), r.stderr
+    assert "--outside" not in r.stderr
+
+
+def har_file(path, entries):
+    """A HAR file of ENTRIES: (url, status, headers [(name, value)], body text, address or None)."""
+    def entry(url, status, headers, body, address):
+        e = {"startedDateTime": "2026-11-26T10:00:00.000Z", "time": 1,
+             "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "headers": []},
+             "response": {"status": status, "statusText": "", "httpVersion": "HTTP/1.1",
+                          "headers": [{"name": n, "value": v} for n, v in headers],
+                          "content": {"size": len(body.encode()), "text": body,
+                                      "mimeType": dict((n.lower(), v) for n, v in headers).get("content-type",
+                                                                                                "text/plain")}}}
+        if address:
+            e["serverIPAddress"] = address
+        return e
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry(*e) for e in entries]}}))
+    os.chmod(path, 0o644)
+    return str(path)
+
+
+def test_a_recorded_line_break_never_reaches_the_wire(who, tools, public_tmp):
+    """Response splitting: a value recorded with CR LF and a field of its own after it is sent as two fields of
+    its own name, over HTTP/1.1 as over HTTP/2; no second Set-Cookie appears."""
+    har = har_file(public_tmp / "split.har", [
+        ("http://split.test/", 200, [("X-Note", "a\r\nSet-Cookie: evil=1"), ("Set-Cookie", "good=1")], "ok", None),
+        ("https://split.test/", 200, [("X-Note", "a\r\nSet-Cookie: evil=1")], "ok", None)])
+    script = ('curl -sS --http1.1 -D - -o /dev/null http://split.test/; echo ==; '
+              'curl -sS --cacert "$TM_WEBREPLAY_CA" --http2 -D - -o /dev/null https://split.test/')
+    r = who.run(replay(tools, har, str(public_tmp / "ca"), cmd=sh(script)))
+    assert r.returncode == 0, r.stderr
+    h1, h2 = r.stdout.split("==\n")  # (text mode: CR LF read as a line break)
+    assert [l for l in h1.splitlines() if l.lower().startswith("set-cookie")] == ["Set-Cookie: good=1"], h1
+    assert "X-Note: a\nX-Note: Set-Cookie: evil=1\n" in h1, h1
+    assert "x-note: set-cookie: evil=1" in h2.lower() and "\nset-cookie" not in h2.lower(), h2
+    assert "2 header fields changed to be sent: 2 joined values split" in r.stderr, r.stderr
+
+
+def test_one_malformed_entry_costs_that_entry_and_is_said(who, tools, public_tmp):
+    har = public_tmp / "bad.har"
+    har_file(har, [("http://ok.test/", 200, [], "ok", None), ("http://ok.test/x", 200, [], "x", None)])
+    data = json.loads(har.read_text())
+    data["log"]["entries"][1]["request"]["method"] = None
+    har.write_text(json.dumps(data))
+    r = who.run(replay(tools, str(har), str(public_tmp / "ca"), cmd=sh("curl -sS http://ok.test/")))
+    assert r.returncode == 0 and r.stdout == "ok", r.stdout + r.stderr
+    assert f"tm-webreplay: {har}: 1 entry could not be read and is left out (the first, entry 2: no request.method)" \
+        in r.stderr.splitlines(), r.stderr
+
+
+def test_an_upgraded_request_is_answered_from_the_http_recording(who, tools, public_tmp):
+    """A name recorded only over http, asked over https (HSTS, a browser's upgrade): the address listens on 443 too
+    and answers from the http recording; and the reverse. Both at the recorded address, through the replay's DNS."""
+    har = har_file(public_tmp / "schemes.har", [("http://plain.test/page", 200, [], "plain page", "192.0.2.80"),
+                                                ("https://secure.test/page", 200, [], "secure page", "192.0.2.43")])
+    script = ('curl -sS --cacert "$TM_WEBREPLAY_CA" https://plain.test/page; echo; '
+              'curl -sS http://secure.test/page; echo; '
+              'curl -sS --cacert "$TM_WEBREPLAY_CA" -o /dev/null -w "%{http_version}" https://plain.test/page')
+    r = who.run(replay(tools, har, str(public_tmp / "ca"), cmd=sh(script)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["plain page", "secure page", "1.1"], r.stdout + r.stderr
+    r = who.run(replay(tools, har, str(public_tmp / "ca"), "--strict",
+                       cmd=sh('curl -sS --max-time 5 --cacert "$TM_WEBREPLAY_CA" https://plain.test/page; echo $?')))
+    assert r.stdout.strip().splitlines()[-1] == "7", r.stdout + r.stderr  # strict: nothing listens on 443
+
+
+def test_the_command_starts_once_thousands_of_names_answer(root, tools, public_tmp):
+    """10,000 names on 3,000 addresses: the command's first lookups, of the first and the last name, answer at once
+    (the shell waits for the server's word, not for its first socket)."""
+    entries = [(f"http://n{i}.many.test/", 200, [], "x", f"10.{90 + i % 3000 // 250}.{i % 250}.1")
+               for i in range(10000)]
+    har = har_file(public_tmp / "many.har", entries)
+    script = "getent hosts n0.many.test n9999.many.test | wc -l"
+    started = time.monotonic()
+    r = root.run(replay(tools, har, str(public_tmp / "ca"), cmd=sh(script)), timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "2", r.stdout + r.stderr
+    print(f"10,000 names on 3,000 addresses: shell and command done in {time.monotonic() - started:.2f} s")
+
+
+def test_a_warm_revisit_finds_its_cache_fresh(root, tools, public_tmp):
+    """Objects recorded in 2019, fresh for a day then (Cache-Control: max-age, or an Expires a day after the Date):
+    served with the replay's Date and their Expires moved alike, they are fresh now, so a warm load takes them all
+    from its cache (with the recorded dates, none: issue 29's 0 of 16)."""
+    date = "Mon, 04 Feb 2019 10:00:00 GMT"
+    images = [f"/i{n}.svg" for n in range(16)]
+    page = "<!doctype html><title>warm</title>" + "".join(f'<img src="{i}">' for i in images)
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>'
+    fresh = [("Cache-Control", "max-age=86400")], [("Expires", "Tue, 05 Feb 2019 10:00:00 GMT")]
+    entries = [("http://warm.test/", 200, [("Date", date), ("Content-Type", "text/html"),
+                                          ("Cache-Control", "no-cache")], page, None)]
+    entries += [(f"http://warm.test{i}", 200, [("Date", date), ("Content-Type", "image/svg+xml"), *fresh[n % 2]], svg,
+                 None) for n, i in enumerate(images)]
+    har = har_file(public_tmp / "warm.har", entries)
+    exp = public_tmp / "warm.toml"
+    exp.write_text(f'name = "warm"\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "browser"\n'
+                   f'browser = "chromium"\nreplay = "{har}"\nurls = ["http://warm.test/"]\nloads = 1\nwarm = true\n')
+    out = public_tmp / "out-warm"
+    r = root.run([tools.path("tm-run"), str(exp), "-o", str(out), "-q"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run,) = os.listdir(out / "runs")
+    with open(out / "runs" / run / "result.json") as f:
+        (load,) = json.load(f)["loads"]
+    assert load["completed"] == 1 and load["title"] == "warm", load
+    assert load["cache_hits"] == len(images), load
