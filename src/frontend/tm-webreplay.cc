@@ -81,8 +81,8 @@ web::Recording read_recording(const po::variables_map& vm, const std::string& to
   return recording;
 }
 
-// RECORDING in a memory file for the server's standard input.
-std::shared_ptr<FileDescriptor> snapshot(const web::Recording& recording) {
+// RECORDING in a memory file for the server's standard input (its bodies moved there).
+std::shared_ptr<FileDescriptor> snapshot(web::Recording& recording) {
   const int fd = memfd_create("tm-webreplay recording", MFD_CLOEXEC);
   if (fd < 0) throw_errno("memfd_create", errno);
   auto file = std::make_shared<FileDescriptor>(fd);
@@ -115,7 +115,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   size_t exchanges = 0;
   std::string path;
   {
-    const web::Recording recording = read_recording(vm, shell.tool);  // freed once its snapshot is written
+    web::Recording recording = read_recording(vm, shell.tool);  // freed once its snapshot is written
     path = fs::absolute(recording.path).string();
     exchanges = recording.exchanges.size();
     shell.far_addresses = far_addresses(recording);

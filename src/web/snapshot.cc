@@ -30,7 +30,7 @@ std::vector<Header> take_headers(google::protobuf::RepeatedPtrField<snap::Header
   return out;
 }
 
-void fill(snap::Exchange& m, const Exchange& e) {
+void fill(snap::Exchange& m, Exchange& e) {
   m.set_https(e.scheme == Scheme::kHttps);
   m.set_host(e.host);
   m.set_address(e.address);
@@ -46,7 +46,7 @@ void fill(snap::Exchange& m, const Exchange& e) {
   m.set_reason(e.response.reason);
   put_headers(e.response.headers, *m.mutable_response_header());
   m.set_coding(e.response.coding);
-  m.set_body(e.response.body);
+  m.set_body(std::move(e.response.body));
   m.set_decoded(e.response.decoded);
   m.set_source(e.source);
 }
@@ -96,7 +96,7 @@ bool read_message(io::ZeroCopyInputStream& file, google::protobuf::MessageLite& 
 
 }  // namespace
 
-void write_snapshot(const Recording& recording, int fd) {
+void write_snapshot(Recording& recording, int fd) {
   io::FileOutputStream file(fd);
   {
     io::CodedOutputStream out(&file);
@@ -105,7 +105,7 @@ void write_snapshot(const Recording& recording, int fd) {
     head.set_exchanges(recording.exchanges.size());
     write_message(out, head);
     snap::Exchange m;
-    for (const Exchange& e : recording.exchanges) {
+    for (Exchange& e : recording.exchanges) {
       m.Clear();
       fill(m, e);
       write_message(out, m);

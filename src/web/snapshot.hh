@@ -8,8 +8,9 @@
 
 namespace tracemod::web {
 
-// Writes RECORDING to FD from its current offset. Throws Error.
-void write_snapshot(const Recording& recording, int fd);
+// Writes RECORDING to FD from its current offset, moving its bodies out (what is left of RECORDING is its
+// origins and requests; a 68 MB HAR's bodies are not copied once more). Throws Error.
+void write_snapshot(Recording& recording, int fd);
 
 // Reads what write_snapshot wrote to FD, from its start. Throws Error if it is not whole.
 Recording read_snapshot(int fd);

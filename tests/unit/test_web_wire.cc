@@ -136,7 +136,8 @@ TEST(WebSnapshot, ARecordingComesBackWhole) {
   r.exchanges = {e, e};
   r.exchanges[1].request.target = "/other";
   const FileDescriptor fd(memfd_create("snapshot test", MFD_CLOEXEC));
-  write_snapshot(r, fd.get());
+  Recording moved = r;
+  write_snapshot(moved, fd.get());
   const Recording back = read_snapshot(fd.get());
   EXPECT_EQ(back.path, r.path);
   ASSERT_EQ(back.exchanges.size(), 2u);
