@@ -26,14 +26,6 @@ std::string key(Scheme scheme, std::string_view host, uint16_t port, std::string
   return k.append(method).append("\n").append(path);
 }
 
-bool conditional(const std::vector<Header>* headers) {
-  if (!headers) return false;
-  for (const Header& h : *headers)
-    for (const char* name : {"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"})
-      if (iequals(h.name, name)) return true;
-  return false;
-}
-
 // How many of RECORDED's fields the request has too, name (any case) and value alike.
 size_t agreeing_headers(const std::vector<Header>& recorded, const std::vector<Header>* asked) {
   if (!asked) return 0;
@@ -62,6 +54,14 @@ size_t common_prefix(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+bool is_conditional(const std::vector<Header>* headers) {
+  if (!headers) return false;
+  for (const Header& h : *headers)
+    for (const char* name : {"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"})
+      if (iequals(h.name, name)) return true;
+  return false;
+}
 
 std::string url_of(Scheme scheme, std::string_view host, uint16_t port, std::string_view target) {
   const bool https = scheme == Scheme::kHttps;
@@ -129,14 +129,14 @@ std::vector<const Matcher::Candidate*> Matcher::best(const Candidates& list, con
 const Exchange* Matcher::match(const Asked& asked, Sequence* sequence) const {
   Target t = canonical_target(origin_form(std::string(asked.target)));
   const std::vector<Param> params = kept_params(std::move(t.params));
-  const bool is_conditional = conditional(asked.headers);
+  const bool revalidation = is_conditional(asked.headers);
   std::vector<const Candidate*> tied;
   if (const Candidates* list = candidates(asked.scheme, asked.host, asked.port, asked.method, t.path))
-    tied = best(*list, params, is_conditional, asked);
+    tied = best(*list, params, revalidation, asked);
   if (tied.empty() && !options_.strict)
     if (const Candidates* list =
             candidates(other(asked.scheme), asked.host, other_port(asked.port), asked.method, t.path))
-      tied = best(*list, params, is_conditional, asked);
+      tied = best(*list, params, revalidation, asked);
   if (tied.empty()) return nullptr;
   if (!sequence || tied.size() == 1) return &recording_.exchanges[tied.front()->index];
   if (sequence->served_in_.size() < recording_.exchanges.size())

@@ -83,6 +83,10 @@ class Matcher {
   std::unordered_map<std::string, std::vector<size_t>> by_host_;
 };
 
+// Whether HEADERS make a request conditional (If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since,
+// If-Range): a revalidation, which a 304 may answer.
+bool is_conditional(const std::vector<Header>* headers);
+
 // The URL of EXCHANGE's request as a log line writes it: "https://a.example:8443/x?y".
 std::string url_of(Scheme scheme, std::string_view host, uint16_t port, std::string_view target);
 

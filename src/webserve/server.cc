@@ -121,13 +121,6 @@ bool navigation(const std::vector<web::Header>* headers) {
   return has_field(headers, "Sec-Fetch-Mode", "navigate") && has_field(headers, "Sec-Fetch-Dest", "document");
 }
 
-bool conditional(const std::vector<web::Header>* headers) {
-  if (!headers) return false;
-  for (const web::Header& h : *headers)
-    if (web::iequals(h.name, "If-None-Match") || web::iequals(h.name, "If-Modified-Since")) return true;
-  return false;
-}
-
 // Whether an If-None-Match in ASKED names ETAG (weak comparison, RFC 9110 §13.1.2).
 bool not_modified(const std::vector<web::Header>* asked, const std::string* etag) {
   if (!asked || !etag) return false;
@@ -369,7 +362,7 @@ Served ReplayServer::answer(const web::Asked& asked, const tcp::endpoint& local)
   s.headers = headers ? *headers : e->response.headers;
   s.status = e->response.status;
   // A 304 saved with its body stands for the 200 it revalidated: a browser with an empty cache gets that.
-  if (s.status == 304 && !e->response.body.empty() && !conditional(asked.headers)) s.status = 200;
+  if (s.status == 304 && !e->response.body.empty() && !web::is_conditional(asked.headers)) s.status = 200;
   // A revalidation of what the client holds is answered as the origin would have: not modified.
   if (s.status == 200 && not_modified(asked.headers, web::find_header(s.headers, "ETag"))) s.status = 304;
   s.bodiless = s.status / 100 == 1 || s.status == 204 || s.status == 304;
