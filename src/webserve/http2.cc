@@ -77,7 +77,7 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
     else if (n == ":authority")
       s->authority = std::move(v);
     else if (n == "host")
-      s->host = std::move(v);
+      s->host = v;
     if (n.empty() || n[0] != ':') s->headers.push_back({std::string(n), std::move(v)});
     return 0;
   }
