@@ -240,16 +240,23 @@ void Outside::on_helper_exit(int status) {
 void Outside::on_child_exit() {
   if (int status = 0; host_ && host_->running() && host_->reap_if_exited(&status)) on_helper_exit(status);
   int status = 0;
-  if (command_ && command_->reap(status))
+  if (command_ && command_->reap(status)) {
+    command_status_ = status;
     std::cerr << tool_ << ": the --outside command exited with status " << status
               << (status > 128 ? " (killed by signal " + std::to_string(status - 128) + ")" : std::string())
               << " while the command ran\n";
+  }
 }
 
-void Outside::finish() {
-  if (command_) command_->stop(kCommandGrace);
+int Outside::finish() {
+  const bool killed = command_ && command_->stop(kCommandGrace, command_status_) == OuterCommand::Stop::kKilled;
   if (host_) host_->finish();
   nat_.reset();
+  if (!options_.program_status_counts) return 0;
+  if (killed)
+    std::cerr << tool_ << ": the outside program did not stop within " << kCommandGrace / kMillisecond
+              << " ms of SIGTERM: killed\n";
+  return command_status_;
 }
 
 }  // namespace tracemod
