@@ -43,9 +43,9 @@ struct OutsideOptions {
   std::string command;                       // --outside CMD
   std::vector<std::string> argv;             // or a program run as is (tm-webreplay's servers), not with sh -c
   Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen
-  // tm-webrecord: TCP to ports 80 and 443 arriving from the link is sent (DNAT) to this port on the link's outer
-  // addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
-  uint16_t intercept_web_port = 0;
+  // tm-webrecord: TCP arriving from the link, to any port but 53 (DNS), is sent (DNAT) to this port on the link's
+  // outer addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
+  uint16_t intercept_tcp_port = 0;
   // The outside program's failure (an exit status not 0, at any time) fails the shell's run if the command
   // succeeded: tm-webrecord's recorder exits 1 when a record could not be written.
   bool program_status_counts = false;
