@@ -159,6 +159,10 @@ std::string Outside::nat_rules(const std::string& table, const std::vector<LinkP
   }
   if (options_.intercept_tcp_port) r += intercept_rules(t, plans.front());
   if (host_gateway4_.empty() && host_gateway6_.empty()) return r;
+  // P0's own connections to $TM_BASE (an --outside program's, tm-webrecord's recorder relaying the command's)
+  // have $TM_BASE as their source, which the host cannot answer: they leave with their interface's address.
+  r += "add rule " + t + " post ip saddr " + kBase4 + " oifname != \"lo\" masquerade\n";
+  r += "add rule " + t + " post ip6 saddr " + kBase6 + " oifname != \"lo\" masquerade\n";
   for (const char* hook : {"prerouting", "output"}) {
     const std::string chain = hook[0] == 'p' ? "pre" : "out";
     r += "add chain " + t + " " + chain + " { type nat hook " + hook + " priority -100; policy accept; }\n";

@@ -386,3 +386,32 @@ def test_a_record_that_cannot_be_written_fails_the_run(who, tools, public_tmp):
     assert (f"tm-webrecord: {directory}: 1 exchange recorded; 1 exchange not written (the first: {failed}); "
             "0 connections not recorded") in r.stderr.splitlines(), r.stderr
     assert records(directory) == ["save.00000002"]  # the number of the one not written stays unused
+
+
+def test_a_dev_server_on_the_hosts_loopback_is_recorded_at_tm_base(root, tools, public_tmp):
+    """The developer's own site on the host's 127.0.0.1, reached at $TM_BASE as any host service is: the
+    recorder in P0 connects to $TM_BASE itself, and the host must be able to answer it (kernel path)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                webrecord_far.http(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    directory = public_tmp / "rec"
+    try:
+        r = root.run(record(tools, directory, cmd=sh(f'curl -sS --max-time 10 http://"$TM_BASE":{port}/dev.js')))
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.encode() == webrecord_far.body("/dev.js"), r.stdout
+    assert f"tm-webrecord: {directory}: 1 exchange recorded; 0 connections not recorded" in r.stderr, r.stderr
+    (name,) = records(directory)
+    text = decode(directory / name)
+    assert 'ip: "100.127.255.1"' in text and f"port: {port}\n" in text and "scheme: HTTP\n" in text, text
