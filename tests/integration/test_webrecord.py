@@ -130,18 +130,26 @@ def test_quic_is_refused_so_browsers_fall_back_to_tcp(root, tools, public_tmp, l
     """UDP to 443 from the command is rejected in P, though the origin answers it without the recorder."""
     server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     server.bind(("10.77.0.1", 443))
+    server.settimeout(0.1)
+    stop = threading.Event()
 
-    def echo():
-        while True:
-            data, peer = server.recvfrom(100)
+    def echo():  # until stopped: a thread left in recvfrom would read from whatever reuses the descriptor
+        while not stop.is_set():
+            try:
+                data, peer = server.recvfrom(100)
+            except socket.timeout:
+                continue
             server.sendto(data, peer)
 
-    threading.Thread(target=echo, daemon=True).start()
+    thread = threading.Thread(target=echo)
+    thread.start()
     try:
         cmd = ["python3", "-c", UDP_443, "10.77.0.1"]
         without = root.run(tools.delay(0, cmd=cmd))
         with_recorder = root.run(record(tools, public_tmp / "rec", cmd=cmd))
     finally:
+        stop.set()
+        thread.join()
         server.close()
     assert without.stdout.strip() == "answered", without.stderr
     assert with_recorder.stdout.strip() == "ConnectionRefusedError", with_recorder.stdout + with_recorder.stderr
