@@ -1,6 +1,6 @@
 // tm-webrecord: every HTTP exchange the command makes, recorded while it goes on to the real origins. The
-// shell redirects the link's TCP to ports 80 and 443 to its recorder, which it starts in its parent namespace as
-// `tm-webrecord --proxy DIR` (man/tm-webrecord.1).
+// shell redirects the link's TCP, to any port but DNS's, to its recorder, which it starts in its parent namespace
+// as `tm-webrecord --proxy DIR` (man/tm-webrecord.1).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,7 +75,9 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   if (!upstream_ca.empty()) shell.outside.argv.insert(shell.outside.argv.end(), {"--upstream-ca", upstream_ca});
   if (insecure) shell.outside.argv.push_back("--insecure-upstream");
   if (shell.verbose) shell.outside.argv.push_back("--verbose");
-  shell.outside.intercept_web_port = webrecord::kProxyPort;
+  shell.outside.intercept_tcp_port = webrecord::kProxyPort;
+  shell.outside.program_status_counts = true;  // a record not written fails the run
+  shell.outside.name = "the recorder";
   shell.environment.push_back({"TM_WEBRECORD_CA", dir + "/ca.pem"});
   shell.prompt_tag = "[webrecord " + fs::path(dir).filename().string() + "]";
   shell.log_lines.push_back("recording into " + dir);
@@ -95,7 +97,8 @@ void describe(Tool& tool) {
 }
 
 // The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--verbose]`, which the
-// shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until killed.
+// shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until SIGTERM, then says what it
+// recorded in one line and exits (1 if a record could not be written).
 int run_proxy(int argc, char** argv) {
   po::options_description options("tm-webrecord --proxy");
   webrecord::ProxyConfig config;
@@ -112,7 +115,7 @@ int run_proxy(int argc, char** argv) {
     if (vm.count("upstream-ca")) config.upstream_ca = option_text(vm, "upstream-ca");
     for (const char* v : {"TM_OUTER", "TM_OUTER6"})
       if (const char* a = std::getenv(v); a && *a) config.addresses.push_back(a);
-    return webrecord::run_proxy(config);
+    webrecord::run_proxy(config);
   } catch (const std::exception& e) {
     std::cerr << "tm-webrecord: recorder: " << e.what() << "\n";
     return 1;
@@ -129,8 +132,9 @@ int main(int argc, char** argv) {
   tool.synopsis = "[OPTIONS] DIR [-- COMMAND [ARGS...]]";
   tool.summary =
       "Run COMMAND (default: your $SHELL) and record every HTTP exchange it makes into DIR, while it goes on to\n"
-      "the real origins: TCP to ports 80 and 443 is intercepted on the link (no proxy setting), TLS is\n"
-      "terminated with a CA made for the recording (DIR/ca.pem, $TM_WEBRECORD_CA). tm-webreplay DIR serves it.";
+      "the real origins: TCP to every port but 53 is intercepted on the link (no proxy setting), HTTP and TLS\n"
+      "told by their first bytes, TLS terminated with a CA made for the recording (DIR/ca.pem,\n"
+      "$TM_WEBRECORD_CA); other protocols pass as they are. tm-webreplay DIR serves the recording.";
   tracemod::describe(tool);
   return tracemod::run_tool(argc, argv, tool);
 }

@@ -162,18 +162,19 @@ bool OuterCommand::reap(int& status) {
   return true;
 }
 
-void OuterCommand::stop(Nanos grace) {
-  if (init_ <= 0) return;
+OuterCommand::Stop OuterCommand::stop(Nanos grace, int& status) {
+  if (init_ <= 0) return Stop::kGone;
   kill(init_, SIGTERM);
   const Nanos deadline = monotonic_now() + grace;
-  int status;
   while (monotonic_now() < deadline) {
-    if (reap(status)) return;
+    if (reap(status)) return Stop::kStopped;
     usleep(1000);
   }
   kill(init_, SIGKILL);
   waitpid(init_, nullptr, 0);
   init_ = -1;
+  status = 128 + SIGKILL;
+  return Stop::kKilled;
 }
 
 }  // namespace tracemod

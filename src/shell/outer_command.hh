@@ -33,8 +33,10 @@ class OuterCommand {
   bool wait_until_ready(Nanos wait);
   // After SIGCHLD: true, once, if it has exited; STATUS then holds its exit status (128+N for signal N).
   bool reap(int& status);
-  // Asks it to stop (SIGTERM), kills it after GRACE, and waits.
-  void stop(Nanos grace);
+  enum class Stop { kGone, kStopped, kKilled };  // it had ended before; it exited; it was killed after GRACE
+  // Asks it to stop (SIGTERM), kills it after GRACE, and waits. STATUS gets its exit status (128+N for signal
+  // N) unless it had ended before.
+  Stop stop(Nanos grace, int& status);
 
  private:
   bool listening() const;

@@ -157,8 +157,12 @@ std::string Outside::nat_rules(const std::string& table, const std::vector<LinkP
     r += "add rule " + t + " post ip saddr " + p.subnet4 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
     r += "add rule " + t + " post ip6 saddr " + p.subnet6 + " oifname != \"" + p.outer_ifname + "\" masquerade\n";
   }
-  if (options_.intercept_web_port) r += intercept_rules(t, plans.front());
+  if (options_.intercept_tcp_port) r += intercept_rules(t, plans.front());
   if (host_gateway4_.empty() && host_gateway6_.empty()) return r;
+  // P0's own connections to $TM_BASE (an --outside program's, tm-webrecord's recorder relaying the command's)
+  // have $TM_BASE as their source, which the host cannot answer: they leave with their interface's address.
+  r += "add rule " + t + " post ip saddr " + kBase4 + " oifname != \"lo\" masquerade\n";
+  r += "add rule " + t + " post ip6 saddr " + kBase6 + " oifname != \"lo\" masquerade\n";
   for (const char* hook : {"prerouting", "output"}) {
     const std::string chain = hook[0] == 'p' ? "pre" : "out";
     r += "add chain " + t + " " + chain + " { type nat hook " + hook + " priority -100; policy accept; }\n";
@@ -173,16 +177,17 @@ std::string Outside::nat_rules(const std::string& table, const std::vector<LinkP
 }
 
 // tm-webrecord's interception, for what arrives from the link (not what P sends, so its own upstream connections
-// pass): TCP to 80 and 443, whatever the address, goes to the recorder on the link's outer end; QUIC is refused,
-// so that a browser falls back to TCP.
+// pass): TCP to any port but DNS's, whatever the address, goes to the recorder on the link's outer end, except
+// what is addressed to the recorder itself there; QUIC is refused, so that a browser falls back to TCP.
 std::string Outside::intercept_rules(const std::string& t, const LinkPlan& p) const {
-  const std::string port = std::to_string(options_.intercept_web_port);
+  const std::string port = std::to_string(options_.intercept_tcp_port);
   const std::string from = "iifname \"" + p.outer_ifname + "\" ";
+  const std::string web = "add rule " + t + " web " + from;
   std::string r = "add chain " + t + " web { type nat hook prerouting priority dstnat - 1; policy accept; }\n";
-  r += "add rule " + t + " web " + from + "ip protocol tcp tcp dport { 80, 443 } dnat ip to " + p.outer4 + ":" + port +
-       "\n";
-  r += "add rule " + t + " web " + from + "ip6 nexthdr tcp tcp dport { 80, 443 } dnat ip6 to [" + p.outer6 +
-       "]:" + port + "\n";
+  r += web + "ip daddr " + p.outer4 + " tcp dport " + port + " accept\n";
+  r += web + "ip6 daddr " + p.outer6 + " tcp dport " + port + " accept\n";
+  r += web + "ip protocol tcp tcp dport != 53 dnat ip to " + p.outer4 + ":" + port + "\n";
+  r += web + "ip6 nexthdr tcp tcp dport != 53 dnat ip6 to [" + p.outer6 + "]:" + port + "\n";
   for (const char* hook : {"input", "forward"}) {
     r += std::string("add chain ") + t + " quic_" + hook + " { type filter hook " + hook +
          " priority filter; policy accept; }\n";
@@ -201,7 +206,7 @@ void Outside::connect(const std::vector<LinkPlan>& plans, Netlink& p_nl) {
       path_ = Path::kIsolated;
     }
   }
-  if (path_ == Path::kIsolated && !options_.intercept_web_port) return;  // nothing lies beyond P0
+  if (path_ == Path::kIsolated && !options_.intercept_tcp_port) return;  // nothing lies beyond P0
   const LinkPlan& first = plans.front();                                 // its sibling number is this shell's alone
   const std::string table = "tracemod_" + std::to_string(first.level) + "_" + std::to_string(first.sibling);
   nat_ = std::make_unique<OwnedNftTable>(table, nat_rules(table, plans));
@@ -244,16 +249,23 @@ void Outside::on_helper_exit(int status) {
 void Outside::on_child_exit() {
   if (int status = 0; host_ && host_->running() && host_->reap_if_exited(&status)) on_helper_exit(status);
   int status = 0;
-  if (command_ && command_->reap(status))
+  if (command_ && command_->reap(status)) {
+    command_status_ = status;
     std::cerr << tool_ << ": " << options_.name << " exited with status " << status
               << (status > 128 ? " (killed by signal " + std::to_string(status - 128) + ")" : std::string())
               << " while the command ran\n";
+  }
 }
 
-void Outside::finish() {
-  if (command_) command_->stop(kCommandGrace);
+int Outside::finish() {
+  const bool killed = command_ && command_->stop(kCommandGrace, command_status_) == OuterCommand::Stop::kKilled;
   if (host_) host_->finish();
   nat_.reset();
+  if (!options_.program_status_counts) return 0;
+  if (killed)
+    std::cerr << tool_ << ": " << options_.name << " did not stop within " << kCommandGrace / kMillisecond
+              << " ms of SIGTERM: killed\n";
+  return command_status_;
 }
 
 }  // namespace tracemod

@@ -48,9 +48,12 @@ struct OutsideOptions {
   bool says_ready = false;
   int stdin_fd = -1;                         // the program's standard input (default /dev/null)
   Nanos command_wait = 5000 * kMillisecond;  // --outside-wait: how long to wait for CMD to listen (or say ready)
-  // tm-webrecord: TCP to ports 80 and 443 arriving from the link is sent (DNAT) to this port on the link's outer
-  // addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
-  uint16_t intercept_web_port = 0;
+  // tm-webrecord: TCP arriving from the link, to any port but 53 (DNS), is sent (DNAT) to this port on the link's
+  // outer addresses in P, where the outside program listens; UDP to 443 (QUIC) from the link is refused. 0: none.
+  uint16_t intercept_tcp_port = 0;
+  // The outside program's failure (an exit status not 0, at any time) fails the shell's run if the command
+  // succeeded: tm-webrecord's recorder exits 1 when a record could not be written.
+  bool program_status_counts = false;
 };
 
 class Outside {
@@ -78,8 +81,9 @@ class Outside {
   // After SIGCHLD: reaps what the outside holds (the host helper or pasta, the --outside command) and says in
   // one line if one of them ended while the command runs.
   void on_child_exit();
-  // When the command has ended: stops the --outside command and takes the path to the host down.
-  void finish();
+  // When the command has ended: stops the --outside command and takes the path to the host down. Returns the
+  // outside program's exit status if it counts (program_status_counts), else 0.
+  int finish();
 
  private:
   void enter_own_namespaces(const Identity& id);
@@ -102,6 +106,7 @@ class Outside {
   std::string host_gateway4_, host_gateway6_;  // where $TM_BASE's TCP and UDP go (empty: nowhere)
   std::unique_ptr<OwnedNftTable> nat_;
   std::unique_ptr<OuterCommand> command_;
+  int command_status_ = 0;  // the outside command's exit status, once it has ended
 };
 
 }  // namespace tracemod

@@ -404,10 +404,11 @@ int run_shell(const ShellOptions& o, const std::vector<QueueFactory>& paths) {
   for (size_t i = 0; o.verbose && i < ferried.size(); ++i)
     report(o, path_name(o, i), *ferried[i].up, *ferried[i].down, *ferried[i].ferry);
   // Each closing netlink or packet socket waits for an RCU grace period: close them all at once.
-  std::thread outside_closer([&outside] { outside.finish(); });
+  int outside_status = 0;
+  std::thread outside_closer([&] { outside_status = outside.finish(); });
   for (Ferried& f : ferried) f.ferry.reset();
   outside_closer.join();
-  return status;
+  return status != 0 || outside_status == 0 ? status : 1;  // a failed outside program that counts fails the run
 }
 
 }  // namespace tracemod

@@ -76,7 +76,8 @@ std::string RecordWriter::write(const RawExchange& exchange) {
   const std::string data = serialize(exchange);
   std::lock_guard<std::mutex> lock(mutex_);
   char name[32];
-  std::snprintf(name, sizeof name, "%s%08llu", kPrefix, static_cast<unsigned long long>(last_ + 1));
+  // The number is spent even if the write fails: the file an error names stays missing, not another's.
+  std::snprintf(name, sizeof name, "%s%08llu", kPrefix, static_cast<unsigned long long>(++last_));
   const std::string path = dir_ + "/" + name;
   if (const int unnamed = ::open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644); unnamed >= 0) {
     const FileDescriptor fd(unnamed);
@@ -88,7 +89,12 @@ std::string RecordWriter::write(const RawExchange& exchange) {
     const int named = ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
     if (named < 0) throw_errno(tmp, errno);
     FileDescriptor out(named);
-    write_whole(out.get(), data, tmp);
+    try {
+      write_whole(out.get(), data, tmp);
+    } catch (const Error&) {
+      ::unlink(tmp.c_str());  // a full disk leaves no part of a record behind
+      throw;
+    }
     out.reset();
     if (std::rename(tmp.c_str(), path.c_str()) < 0) {
       const int err = errno;
@@ -98,7 +104,6 @@ std::string RecordWriter::write(const RawExchange& exchange) {
   } else {
     throw_errno(dir_ + ": cannot write a record", errno);
   }
-  ++last_;
   return path;
 }
 

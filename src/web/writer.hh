@@ -33,10 +33,10 @@ class RecordWriter {
   // DIR must exist. Numbering goes on after the highest save.N already there.
   explicit RecordWriter(std::string dir);
 
-  // Writes EXCHANGE as DIR/save.N (N zero-padded to 8 digits, one more than the last), whole or not at all: the
-  // file is written unnamed (O_TMPFILE) and linked under its name once complete, or, where the file system has
-  // no O_TMPFILE, written as .save.N.tmp (which readers skip) and renamed. Thread-safe. Returns the path;
-  // throws Error.
+  // Writes EXCHANGE as DIR/save.N (N zero-padded to 8 digits, one more than the last tried), whole or not at
+  // all: the file is written unnamed (O_TMPFILE) and linked under its name once complete, or, where the file
+  // system has no O_TMPFILE, written as .save.N.tmp (which readers skip) and renamed. Thread-safe. Returns the
+  // path; throws Error naming it (its number is not used again).
   std::string write(const RawExchange& exchange);
 
  private:

@@ -27,6 +27,7 @@ struct Stream {
   std::string to_origin, to_client;                                    // received, not yet passed on
   bool request_ended = false, response_ended = false, response_submitted = false, final_headers = false;
   bool informational = false;  // the origin's headers being read are a 1xx's, not passed on
+  bool recorded = false;
   int status = 0;
 };
 
@@ -50,7 +51,7 @@ class Http2Relay {
     nghttp2_session_del(origin_.session);
   }
 
-  void run() {
+  std::optional<Unrecorded> run() {
     nghttp2_session_callbacks* cb = nullptr;
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
@@ -61,7 +62,7 @@ class Http2Relay {
     const bool made = nghttp2_session_server_new(&client_.session, cb, this) == 0 &&
                       nghttp2_session_client_new(&origin_.session, cb, this) == 0;
     nghttp2_session_callbacks_del(cb);
-    if (!made) return;
+    if (!made) return Unrecorded::kCutShort;
     const nghttp2_settings_entry to_client[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
     const nghttp2_settings_entry to_origin[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
     nghttp2_submit_settings(client_.session, NGHTTP2_FLAG_NONE, to_client, 1);
@@ -73,9 +74,17 @@ class Http2Relay {
       SSL_set_mode(s->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     }
     loop();
+    return outcome();
   }
 
  private:
+  std::optional<Unrecorded> outcome() const {
+    if (malformed_) return Unrecorded::kMalformed;
+    for (const auto& s : streams_)
+      if (!s->recorded) return Unrecorded::kCutShort;
+    return std::nullopt;
+  }
+
   static Http2Relay& of(void* user_data) { return *static_cast<Http2Relay*>(user_data); }
   bool from_client(nghttp2_session* s) const { return s == client_.session; }
 
@@ -243,6 +252,7 @@ class Http2Relay {
     e.response.body = std::move(s.response_body);
     s.request_body.clear();
     s.response_body.clear();
+    s.recorded = true;
     record_(e);
   }
 
@@ -252,7 +262,10 @@ class Http2Relay {
     for (;;) {
       const int n = SSL_read(side.ssl, buf, sizeof buf);
       if (n > 0) {
-        if (nghttp2_session_mem_recv(side.session, reinterpret_cast<const uint8_t*>(buf), n) < 0) return false;
+        if (nghttp2_session_mem_recv(side.session, reinterpret_cast<const uint8_t*>(buf), n) < 0) {
+          malformed_ = true;
+          return false;
+        }
         continue;
       }
       const int err = SSL_get_error(side.ssl, n);
@@ -304,13 +317,14 @@ class Http2Relay {
   const web::RawExchange& base_;
   const std::function<void(const web::RawExchange&)>& record_;
   std::vector<std::unique_ptr<Stream>> streams_;
+  bool malformed_ = false;  // a side's bytes refused by nghttp2
 };
 
 }  // namespace
 
-void relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
-                 const std::function<void(const web::RawExchange&)>& record) {
-  Http2Relay(client, origin, base, record).run();
+std::optional<Unrecorded> relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
+                                      const std::function<void(const web::RawExchange&)>& record) {
+  return Http2Relay(client, origin, base, record).run();
 }
 
 }  // namespace tracemod::webrecord

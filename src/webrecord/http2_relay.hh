@@ -6,15 +6,19 @@
 #include <openssl/ssl.h>
 
 #include <functional>
+#include <optional>
 
 #include "web/writer.hh"
+#include "webrecord/tally.hh"
 
 namespace tracemod::webrecord {
 
 // Relays until either side ends (blocking: it runs on the connection's own thread). BASE holds what every
 // exchange of the connection shares (address, port, scheme, protocol, the SNI name as host); RECORD gets each
-// exchange once its response has ended, in HTTP/1.1's syntax (docs/web-recording.md).
-void relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
-                 const std::function<void(const web::RawExchange&)>& record);
+// exchange once its response has ended, in HTTP/1.1's syntax (docs/web-recording.md). Returns what kept the
+// connection from being recorded whole: a stream left without its whole response (kCutShort), bytes nghttp2
+// refused (kMalformed); nothing if every stream was recorded.
+std::optional<Unrecorded> relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
+                                      const std::function<void(const web::RawExchange&)>& record);
 
 }  // namespace tracemod::webrecord

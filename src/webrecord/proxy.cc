@@ -13,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -23,8 +24,12 @@
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
+#include "util/signals.hh"
 #include "web/writer.hh"
 #include "webrecord/http2_relay.hh"
+#include "webrecord/opaque.hh"
+#include "webrecord/opening.hh"
+#include "webrecord/tally.hh"
 #include "webserve/certs.hh"
 
 #ifndef SO_ORIGINAL_DST
@@ -108,7 +113,14 @@ class Conn {
 
   void shutdown() {
     if (ssl_) SSL_shutdown(ssl_.get());
-    ::shutdown(fd_.get(), SHUT_RDWR);
+    if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+  }
+
+  // Closed with a reset, as a refused connection would be answered.
+  void reset() {
+    const linger abort{1, 0};
+    setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    fd_.reset();
   }
 
  private:
@@ -130,12 +142,18 @@ std::string address_text(const sockaddr_storage& sa, uint16_t& port) {
   return text;
 }
 
-// Where the client's connection was going before the shell's DNAT.
+// Where the client's connection was going before the shell's DNAT. False for one that came straight here: its
+// original destination is the recorder itself, and relaying it would connect to ourselves, again and again.
 bool original_destination(int fd, int family, sockaddr_storage& dst) {
   socklen_t len = sizeof dst;
   std::memset(&dst, 0, sizeof dst);
-  return family == AF_INET ? getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len) == 0
-                           : getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &len) == 0;
+  const bool found = family == AF_INET ? getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len) == 0
+                                       : getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &len) == 0;
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  if (!found || getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) < 0) return false;
+  uint16_t port = 0, local_port = 0;
+  return address_text(dst, port) != address_text(local, local_port) || port != local_port;
 }
 
 std::string lower(std::string s) {
@@ -154,13 +172,15 @@ std::string host_of(const std::string& authority) {
 
 class Recorder;
 
+// How a message's relaying ended.
+enum class Message { kWhole, kNone, kCut, kMalformed };  // kNone: the side ended before its first byte
+
 // One client connection and its origin, on a thread of its own.
 class Relay {
  public:
   Relay(Recorder& recorder, FileDescriptor client, sockaddr_storage dst)
       : recorder_(recorder), client_(std::move(client)), dst_(dst) {
     address_ = address_text(dst_, port_);
-    https_ = port_ == 443;
   }
   void run();
 
@@ -170,12 +190,18 @@ class Relay {
                      unsigned int inlen, void* arg);
 
  private:
+  std::optional<Unrecorded> relay();
+  std::optional<Unrecorded> relay_tls();
+  std::optional<Unrecorded> relay_http1();
+  std::optional<Unrecorded> relay_http2();
+  std::optional<Unrecorded> relay_opaque(Unrecorded why);
   bool connect_upstream();
   bool upstream_tls(const std::string& sni, const std::string& alpn_wire);
-  bool relay_exchange();
+  bool relay_exchange(std::optional<Unrecorded>& why);
   template <bool isRequest>
-  bool relay_message(Conn& from, std::string& buffer, Conn& to, http::parser<isRequest, http::string_body>& parser,
-                     web::RawMessage& raw);
+  Message relay_message(Conn& from, std::string& buffer, Conn& to, http::parser<isRequest, http::string_body>& parser,
+                        web::RawMessage& raw, std::string* held);
+  web::RawExchange exchange_base() const;
   std::string where() const { return (sni_.empty() ? address_ : sni_) + ":" + std::to_string(port_); }
 
   Recorder& recorder_;
@@ -186,6 +212,7 @@ class Relay {
   uint16_t port_ = 0;
   bool https_ = false;
   std::string sni_, protocol_ = "http/1.1";
+  std::optional<Unrecorded> tls_failure_;  // why the ClientHello callback failed the client's handshake
   std::string from_client_, from_origin_;  // read, not yet parsed
 };
 
@@ -214,15 +241,30 @@ class Recorder {
   SSL_CTX* server_ctx() { return server_.get(); }
   SSL_CTX* client_ctx() { return client_.get(); }
   webserve::CertificateAuthority& ca() { return ca_; }
+  bool verbose() const { return config_.verbose; }
+  void unrecorded(Unrecorded why) { tally_.unrecorded(why); }
+
   void record(const web::RawExchange& e) {
+    const std::lock_guard<std::mutex> lock(write_mutex_);
     try {
       const std::string path = writer_.write(e);
+      tally_.recorded();
       if (config_.verbose)
         say(path + ": " + e.request.first_line.substr(0, e.request.first_line.rfind(' ')) + " " + e.host + " -> " +
             e.response.first_line);
     } catch (const Error& err) {
-      say(std::string("cannot record an exchange: ") + err.what());
+      if (tally_.unwritten(err.what()))
+        say(std::string("cannot record an exchange: ") + err.what() +
+            "; the command goes on, but the recording is short and the run will fail");
     }
+  }
+
+  // At SIGTERM (the command has ended): a record being written is finished first and none begins after; then
+  // the one line, and the exit: 1 if a record could not be written. The relays' threads end with the process.
+  [[noreturn]] void finish() {
+    write_mutex_.lock();
+    say(tally_.summary(config_.dir));
+    std::_Exit(tally_.failed() ? 1 : 0);
   }
 
  private:
@@ -230,6 +272,8 @@ class Recorder {
   webserve::CertificateAuthority ca_;
   web::RecordWriter writer_;
   std::unique_ptr<SSL_CTX, SslCtxFree> server_, client_;
+  std::mutex write_mutex_;
+  Tally tally_;
 };
 
 // The wire form of an ALPN list, or of one extension's: each name with its length byte.
@@ -260,8 +304,11 @@ int Relay::on_client_hello(SSL* ssl, int* alert, void*) {
   std::string alpn;
   if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p, &n) == 1 && n > 2)
     alpn = alpn_wire_of(p + 2, n - 2, true);
-  // Called again after a HelloRetryRequest: the origin's connection is made once.
-  if (!relay->origin_ && !relay->upstream_tls(relay->sni_, alpn)) return SSL_CLIENT_HELLO_ERROR;
+  // Called again after a HelloRetryRequest: the origin's handshake is made once.
+  if (!relay->origin_->ssl() && !relay->upstream_tls(relay->sni_, alpn)) {
+    relay->tls_failure_ = Unrecorded::kOriginTls;
+    return SSL_CLIENT_HELLO_ERROR;
+  }
   const std::string name = relay->sni_.empty() ? relay->address_ : relay->sni_;
   try {
     if (SSL_use_certificate(ssl, relay->recorder_.ca().leaf(name)) != 1 ||
@@ -278,7 +325,7 @@ int Relay::on_client_hello(SSL* ssl, int* alert, void*) {
 int Relay::on_alpn(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                    unsigned int inlen, void*) {
   auto* relay = static_cast<Relay*>(SSL_get_app_data(ssl));
-  if (!relay->origin_ || !relay->origin_->ssl()) return SSL_TLSEXT_ERR_NOACK;
+  if (!relay->origin_->ssl()) return SSL_TLSEXT_ERR_NOACK;
   const unsigned char* chosen = nullptr;
   unsigned int chosen_len = 0;
   SSL_get0_alpn_selected(relay->origin_->ssl(), &chosen, &chosen_len);
@@ -312,7 +359,6 @@ bool Relay::connect_upstream() {
 }
 
 bool Relay::upstream_tls(const std::string& sni, const std::string& alpn_wire) {
-  if (!connect_upstream()) return false;
   SSL* ssl = SSL_new(recorder_.client_ctx());
   if (!ssl) return false;
   origin_->set_ssl(ssl);
@@ -342,10 +388,12 @@ bool Relay::upstream_tls(const std::string& sni, const std::string& alpn_wire) {
 
 // Reads one message from FROM through PARSER (Beast: the start line, the headers, the body's framing), and
 // passes its bytes on to TO as they are parsed, unchanged. RAW gets the start line, the headers and the body's
-// bytes as they came (chunk framing included). False if either side ended before the message did.
+// bytes as they came (chunk framing included). HELD, if given, gets the piece that completes the message
+// instead of TO, so that the caller can record the exchange before the client has all of it.
 template <bool isRequest>
-bool Relay::relay_message(Conn& from, std::string& buffer, Conn& to, http::parser<isRequest, http::string_body>& parser,
-                          web::RawMessage& raw) {
+Message Relay::relay_message(Conn& from, std::string& buffer, Conn& to,
+                             http::parser<isRequest, http::string_body>& parser, web::RawMessage& raw,
+                             std::string* held) {
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.header_limit(1 << 20);
   bool header_taken = false;
@@ -355,10 +403,13 @@ bool Relay::relay_message(Conn& from, std::string& buffer, Conn& to, http::parse
     if (!buffer.empty()) {
       // Not eager: the first bytes taken are the whole header, then the body's, a piece at a time.
       used = parser.put(boost::asio::buffer(buffer.data(), buffer.size()), ec);
-      if (ec && ec != http::error::need_more) return false;
+      if (ec && ec != http::error::need_more) return Message::kMalformed;
       if (used) {
         const std::string_view taken(buffer.data(), used);
-        if (!to.write(taken)) return false;
+        if (held && parser.is_done())
+          held->assign(taken);
+        else if (!to.write(taken))
+          return Message::kCut;
         if (header_taken)
           raw.body.append(taken);
         else
@@ -370,67 +421,122 @@ bool Relay::relay_message(Conn& from, std::string& buffer, Conn& to, http::parse
     if (parser.is_done()) break;
     if (used && !buffer.empty()) continue;
     if (from.read(buffer) == 0) {
-      if (isRequest || !parser.is_header_done() || !buffer.empty()) return false;
+      if (!header_taken && buffer.empty()) return Message::kNone;
+      if (isRequest || !parser.is_header_done() || !buffer.empty()) return Message::kCut;
       parser.put_eof(ec);  // a response whose body ends with the connection
-      if (ec) return false;
+      if (ec) return Message::kCut;
     }
   }
   for (const auto& f : parser.get()) raw.headers.push_back({std::string(f.name_string()), std::string(f.value())});
-  return true;
+  return Message::kWhole;
 }
 
-bool Relay::relay_exchange() {
+web::RawExchange Relay::exchange_base() const {
   web::RawExchange e;
+  e.address = address_;
+  e.port = port_;
+  e.scheme = https_ ? web::Scheme::kHttps : web::Scheme::kHttp;
+  e.host = sni_.empty() ? address_ : sni_;
+  e.protocol = protocol_;
+  return e;
+}
+
+// One exchange relayed and recorded (the response's last piece reaches the client after the record is
+// written: a response the command has whole is in the recording). True to go on with the next; false once the
+// connection is over, WHY set if something went unrecorded.
+bool Relay::relay_exchange(std::optional<Unrecorded>& why) {
+  web::RawExchange e = exchange_base();
   http::request_parser<http::string_body> request;
-  if (!relay_message(client_, from_client_, *origin_, request, e.request)) return false;
+  if (const Message m = relay_message(client_, from_client_, *origin_, request, e.request, nullptr);
+      m != Message::kWhole) {
+    if (m != Message::kNone) why = m == Message::kMalformed ? Unrecorded::kMalformed : Unrecorded::kCutShort;
+    return false;
+  }
   const bool head = request.get().method() == http::verb::head;
-  const bool keep_alive = request.get().keep_alive();
   std::optional<http::response_parser<http::string_body>> response;
+  std::string held;
   for (;;) {  // 1xx responses (100 Continue) are passed on, not recorded
     response.emplace();
     response->skip(head);
     e.response = {};
-    if (!relay_message(*origin_, from_origin_, client_, *response, e.response)) return false;
+    const Message m = relay_message(*origin_, from_origin_, client_, *response, e.response, &held);
+    if (m != Message::kWhole) {
+      why = m == Message::kMalformed ? Unrecorded::kMalformed : Unrecorded::kCutShort;
+      return false;
+    }
     const unsigned status = response->get().result_int();
     if (status / 100 != 1) break;
-    if (status == 101) return false;  // a protocol switch (WebSocket) is not relayed
+    const bool passed = client_.write(held);
+    if (status == 101 || !passed) {  // a protocol switch (WebSocket) is passed on, and the connection ended
+      why = passed ? Unrecorded::kSwitched : Unrecorded::kCutShort;
+      return false;
+    }
   }
-  e.address = address_;
-  e.port = port_;
-  e.scheme = https_ ? web::Scheme::kHttps : web::Scheme::kHttp;
-  const std::string host(request.get()[http::field::host]);
-  e.host = !host.empty() ? host_of(host) : !sni_.empty() ? sni_ : address_;
-  e.protocol = protocol_;
+  if (const std::string host(request.get()[http::field::host]); !host.empty()) e.host = host_of(host);
   recorder_.record(e);
-  return keep_alive && response->get().keep_alive();
+  return client_.write(held) && request.get().keep_alive() && response->get().keep_alive();
+}
+
+std::optional<Unrecorded> Relay::relay_http1() {
+  std::optional<Unrecorded> why;
+  while (relay_exchange(why)) {
+  }
+  return why;
+}
+
+std::optional<Unrecorded> Relay::relay_http2() {
+  return webrecord::relay_http2(client_.ssl(), origin_->ssl(), exchange_base(),
+                                [this](const web::RawExchange& e) { recorder_.record(e); });
+}
+
+// The client's handshake held inside the ClientHello callback while the origin's is made (on_client_hello);
+// then HTTP/2 or HTTP/1.1, as the origin chose.
+std::optional<Unrecorded> Relay::relay_tls() {
+  https_ = true;
+  SSL* ssl = SSL_new(recorder_.server_ctx());
+  if (!ssl) return Unrecorded::kClientTls;
+  client_.set_ssl(ssl);
+  SSL_set_app_data(ssl, this);
+  SSL_set_fd(ssl, client_.fd());
+  if (SSL_accept(ssl) != 1) {
+    if (recorder_.verbose() && !tls_failure_) say(where() + ": TLS with the client failed: " + ssl_error_text());
+    ERR_clear_error();
+    return tls_failure_.value_or(Unrecorded::kClientTls);
+  }
+  return protocol_ == "h2" ? relay_http2() : relay_http1();
+}
+
+std::optional<Unrecorded> Relay::relay_opaque(Unrecorded why) {
+  if (recorder_.verbose())
+    say(where() + ": " + (why == Unrecorded::kH2c ? "HTTP/2 without TLS" : "not HTTP") +
+        ": relayed as it was, not recorded");
+  relay_bytes(client_.fd(), origin_->fd());
+  return why;
+}
+
+// The origin is connected to at once, as the client asked (an unreachable one answers the client with a
+// reset); then the opening says how the connection is relayed.
+std::optional<Unrecorded> Relay::relay() {
+  if (!connect_upstream()) {
+    client_.reset();
+    return Unrecorded::kUnreachable;
+  }
+  switch (wait_for_opening(client_.fd(), origin_->fd())) {
+    case Opening::kClosed:
+      return std::nullopt;
+    case Opening::kTls:
+      return relay_tls();
+    case Opening::kHttp:
+      return relay_http1();
+    case Opening::kH2c:
+      return relay_opaque(Unrecorded::kH2c);
+    default:  // kOther, kOriginFirst
+      return relay_opaque(Unrecorded::kNotHttp);
+  }
 }
 
 void Relay::run() {
-  if (https_) {
-    SSL* ssl = SSL_new(recorder_.server_ctx());
-    if (!ssl) return;
-    client_.set_ssl(ssl);
-    SSL_set_app_data(ssl, this);
-    SSL_set_fd(ssl, client_.fd());
-    if (SSL_accept(ssl) != 1) {
-      ERR_clear_error();
-      return;
-    }
-  } else if (!connect_upstream()) {
-    return;
-  }
-  if (protocol_ == "h2") {
-    web::RawExchange base;
-    base.address = address_;
-    base.port = port_;
-    base.scheme = web::Scheme::kHttps;
-    base.host = sni_.empty() ? address_ : sni_;
-    base.protocol = protocol_;
-    relay_http2(client_.ssl(), origin_->ssl(), base, [this](const web::RawExchange& e) { recorder_.record(e); });
-  } else {
-    while (relay_exchange()) {
-    }
-  }
+  if (const std::optional<Unrecorded> why = relay()) recorder_.unrecorded(*why);
   client_.shutdown();
   if (origin_) origin_->shutdown();
 }
@@ -474,8 +580,11 @@ void check_upstream_ca(const std::string& file) {
     throw Error(file + ": no CA certificate (PEM) in it: " + ssl_error_text());
 }
 
-int run_proxy(const ProxyConfig& config) {
-  std::signal(SIGPIPE, SIG_IGN);  // TLS writes to a socket its peer closed: an error for that relay alone
+void run_proxy(const ProxyConfig& config) {
+  // Blocked before any relay's thread starts, so that they inherit the mask and only this one reads them.
+  // SIGPIPE ignored: a write to a socket its peer closed is an error for that relay alone.
+  const SignalFd stop = block_stop_signals();
+  std::signal(SIGXFSZ, SIG_IGN);  // a file size limit fails the record's write (EFBIG), said, not a silent death
   Recorder recorder(config);
   std::vector<FileDescriptor> listeners;
   std::vector<pollfd> fds;
@@ -486,12 +595,14 @@ int run_proxy(const ProxyConfig& config) {
     families.push_back(a.find(':') == std::string::npos ? AF_INET : AF_INET6);
   }
   if (fds.empty()) throw Error("no address to listen on");
+  fds.push_back({stop.get(), POLLIN, 0});
   for (;;) {
     if (poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       throw_errno("poll", errno);
     }
-    for (size_t i = 0; i < fds.size(); ++i) {
+    if (fds.back().revents & POLLIN) recorder.finish();
+    for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (!(fds[i].revents & POLLIN)) continue;
       const int fd = ::accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;

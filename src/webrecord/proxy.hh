@@ -1,9 +1,10 @@
-// tm-webrecord's recorder: the shell's outside program in P. TCP the shell redirected from the link's ports 80
-// and 443 arrives here; the recorder reads where it was going (SO_ORIGINAL_DST), connects there itself, and
-// relays HTTP/1.1 message by message, plain on 80 and over TLS on 443 (terminated with a leaf from the
-// recording's CA for the name the client asked for, after the origin's own handshake chose the protocol), and
-// HTTP/2 stream by stream where the origin chose h2 (webrecord/http2_relay.hh), writing every completed
-// exchange to the recording (web/writer.hh).
+// tm-webrecord's recorder: the shell's outside program in P. TCP the shell redirected from the link, to any
+// port but DNS's, arrives here; the recorder reads where it was going (SO_ORIGINAL_DST), connects there itself,
+// and relays as the connection's first bytes say (webrecord/opening.hh): HTTP/1.1 message by message, plain
+// or over TLS (terminated with a leaf from the recording's CA for the name the client asked for, after the
+// origin's own handshake chose the protocol), HTTP/2 stream by stream where the origin chose h2
+// (webrecord/http2_relay.hh), writing every completed exchange to the recording (web/writer.hh); anything
+// else byte for byte, unrecorded (webrecord/opaque.hh).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,9 @@ struct ProxyConfig {
 // Throws Error unless FILE holds at least one CA certificate OpenSSL can read.
 void check_upstream_ca(const std::string& file);
 
-// Listens, then relays and records until killed. Throws Error if the CA or a socket cannot be had.
-int run_proxy(const ProxyConfig& config);
+// Listens, then relays and records until SIGTERM (or SIGINT, SIGHUP), when it says in one line what it
+// recorded and what it could not (tally.hh) and exits: 1 if a record could not be written, else 0. Throws Error
+// if the CA or a socket cannot be had.
+[[noreturn]] void run_proxy(const ProxyConfig& config);
 
 }  // namespace tracemod::webrecord

@@ -5,7 +5,12 @@ recording alone is replayed: every object the page loaded byte for byte (curl th
 whole in Chromium ("complete 38"). As the unprivileged user, whose outermost shell meets no host on this machine
 (/dev/net/tun is root's: no pasta), the live origins are a replay's: tm-webreplay serves Mahimahi's recording of
 the same site, tm-webrecord nested inside it records curl fetching every object, and that recording replays
-byte for byte. Bad input is refused in one line; nothing is left after SIGKILL."""
+byte for byte. Every TCP port is intercepted but DNS's, and told by its first bytes (webrecord_far.py's far side
+in an enclosing shell, as root and as the user): a dev server on 3000, TLS on 8443 and IPv6 are recorded and
+replay byte for byte, an echo and a server that speaks first pass through unrecorded and are counted in the exit
+line, DNS over TCP is not intercepted, and a record that cannot be written fails the run. Bad input is refused
+in one line; nothing is left after SIGKILL."""
+import ipaddress
 import json
 import os
 import random
@@ -13,11 +18,13 @@ import re
 import socket
 import subprocess
 import threading
+import urllib.parse
 
 import pytest
 
 import web_site
-from conftest import read_until, sh
+import webrecord_far
+from conftest import HERE, read_until, sh
 from test_webreplay import INDEX, RECORDINGS, UNTIL, decoded, fetch_all, killed_leaves_nothing, marked, public_copy
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src")
@@ -72,19 +79,22 @@ def decode(path):
 def test_every_protocol_is_recorded_with_its_fields(root, tools, public_tmp, live_site):
     """The record's fields (docs/web-recording.md): address, port, scheme, name, protocol; HTTP/1.1 plain and over
     TLS (a chunked gzip body kept with its framing), HTTP/2 (the reason phrase supplied, :authority as Host), a
-    request body both ways; the files numbered in the order the responses completed."""
+    request body both ways, origins on ports of their own (TLS on 8443, plain on 8080: the scheme is the first
+    bytes', not the port's); the files numbered in the order the responses completed."""
     site = live_site
     resolve = " ".join(site.curl_resolve())
     curl = f'curl -sS -o /dev/null --cacert "$TM_WEBRECORD_CA" -H "Accept-Encoding: gzip" {resolve}'
     v6 = "https://v6.replay.test/v6.json"
+    tls_8443, plain_8080 = (next(o.url for o in site.objects if o.port == p) for p in (8443, 8080))
     script = "\n".join([f"{curl} {site.plain_url}", f"{curl} --http1.1 {INDEX}", f"{curl} {INDEX}",
-                         f"{curl} --http1.1 -d a=1 {INDEX}", f"{curl} -d b=2 {INDEX}", f"{curl} {v6}"])
+                         f"{curl} --http1.1 -d a=1 {INDEX}", f"{curl} -d b=2 {INDEX}", f"{curl} {v6}",
+                         f"{curl} {tls_8443}", f"{curl} {plain_8080}"])
     directory = public_tmp / "rec"
     r = root.run(record(tools, directory, "--upstream-ca", site.ca, cmd=sh(script)))
     assert r.returncode == 0, r.stderr
     names = records(directory)
-    assert names == [f"save.{n:08d}" for n in range(1, 7)], names + [r.stderr]
-    plain, h1, h2, post1, post2, inet6 = (decode(directory / n) for n in names)
+    assert names == [f"save.{n:08d}" for n in range(1, 9)], names + [r.stderr]
+    plain, h1, h2, post1, post2, inet6, on_8443, on_8080 = (decode(directory / n) for n in names)
     assert 'ip: "10.77.0.1"' in plain and "port: 80" in plain and "scheme: HTTP\n" in plain, plain
     assert 'protocol: "http/1.1"' in plain and 'host: "www.replay.test"' in plain, plain
     for text, protocol in ((h1, "http/1.1"), (h2, "h2")):
@@ -96,6 +106,9 @@ def test_every_protocol_is_recorded_with_its_fields(root, tools, public_tmp, liv
     assert 'body: "a=1"' in post1 and 'body: "b=2"' in post2 and 'protocol: "h2"' in post2, post2
     assert 'ip: "fd77::3"' in inet6 and 'host: "v6.replay.test"' in inet6 and 'inet6' in inet6, inet6  # IPv6 too
     assert '"HTTP/1.1 405 Not Allowed"' in post1 and '"HTTP/1.1 405 Method Not Allowed"' in post2, post1 + post2
+    assert "port: 8443" in on_8443 and "scheme: HTTPS" in on_8443 and 'protocol: "h2"' in on_8443, on_8443
+    assert "port: 8080" in on_8080 and "scheme: HTTP\n" in on_8080 and 'ip: "10.77.0.3"' in on_8080, on_8080
+    assert f"tm-webrecord: {directory}: 8 exchanges recorded; 0 connections not recorded" in r.stderr, r.stderr
 
 
 # A UDP datagram to $1 port 443, and the answer: "answered", or the error the kernel reported.
@@ -117,58 +130,77 @@ def test_quic_is_refused_so_browsers_fall_back_to_tcp(root, tools, public_tmp, l
     """UDP to 443 from the command is rejected in P, though the origin answers it without the recorder."""
     server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     server.bind(("10.77.0.1", 443))
+    server.settimeout(0.1)
+    stop = threading.Event()
 
-    def echo():
-        while True:
-            data, peer = server.recvfrom(100)
+    def echo():  # until stopped: a thread left in recvfrom would read from whatever reuses the descriptor
+        while not stop.is_set():
+            try:
+                data, peer = server.recvfrom(100)
+            except socket.timeout:
+                continue
             server.sendto(data, peer)
 
-    threading.Thread(target=echo, daemon=True).start()
+    thread = threading.Thread(target=echo)
+    thread.start()
     try:
         cmd = ["python3", "-c", UDP_443, "10.77.0.1"]
         without = root.run(tools.delay(0, cmd=cmd))
         with_recorder = root.run(record(tools, public_tmp / "rec", cmd=cmd))
     finally:
+        stop.set()
+        thread.join()
         server.close()
     assert without.stdout.strip() == "answered", without.stderr
     assert with_recorder.stdout.strip() == "ConnectionRefusedError", with_recorder.stdout + with_recorder.stderr
 
 
+def loads_by_url(out):
+    """The loads of tm-run's single run in OUT: {url: load}."""
+    (run,) = os.listdir(out / "runs")
+    with open(out / "runs" / run / "result.json") as f:
+        return {load["url"]: load for load in json.load(f)["loads"]}
+
+
 def test_chromium_records_the_live_site_and_the_recording_replays_it(root, tools, public_tmp, live_site):
+    """The page over HTTP/2, and the plain page with its script from a plain origin on 8080 (told by its first
+    bytes: Mahimahi's recorder would have taken 8080 for nothing it records)."""
     site = live_site
     directory = public_tmp / "recording"
     ca = site.ca
+    pages = [INDEX, site.plain_url]
+    done = {INDEX: f"complete {web_site.PAGE_OBJECTS}", site.plain_url: "complete 2"}
     exp = public_tmp / "record.toml"
     args = [f"--host-resolver-rules={site.resolver_rules()}"]
     exp.write_text(f'name = "record"\nisolated = false\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "browser"\n'
                    f'browser = "chromium"\nserver = "https://www.replay.test"\nrecord = "{directory}"\n'
-                   f'ca = "{ca}"\nurls = ["{INDEX}"]\nloads = 1\nuntil = {UNTIL}\n'
+                   f'ca = "{ca}"\nurls = {pages!r}\nloads = 1\nuntil = {UNTIL}\n'
                    f'browser_args = {list(args)!r}\n'.replace("'", '"'))
     r = root.run([tools.path("tm-run"), str(exp), "-o", str(public_tmp / "out"), "-q"], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    (run,) = os.listdir(public_tmp / "out" / "runs")
-    with open(public_tmp / "out" / "runs" / run / "result.json") as f:
-        (load,) = json.load(f)["loads"]
-    assert load["title"] == f"complete {web_site.PAGE_OBJECTS}", load  # the live site, through the recorder
-    assert set(load["protocols"]) == {"h2"}, load  # HTTP/2 both ways: the origin chose it, the recorder relayed it
+    loads = loads_by_url(public_tmp / "out")
+    for page in pages:
+        assert loads[page]["title"] == done[page], loads[page]  # the live site, through the recorder
+    # HTTP/2 both ways: the origin chose it, the recorder relayed it
+    assert set(loads[INDEX]["protocols"]) == {"h2"}, loads[INDEX]
     names = records(directory)
     print(f"recorded {len(names)} exchanges")
-    assert len(names) >= web_site.PAGE_OBJECTS
+    assert len(names) >= web_site.PAGE_OBJECTS + 3
     assert oct(os.stat(directory / "ca.key").st_mode & 0o777) == "0o600"
     assert not [n for n in os.listdir(directory) if n.startswith(".")]
     site.stop()  # from here on, the recording alone
-    urls = [o.url for o in index_objects(site)]
+    urls = [o.url for o in site.objects if o.page in ("index", "plain")] + [site.plain_url]
+    assert any(urllib.parse.urlsplit(u).port == 8080 for u in urls)
     check_replayed(root, tools, public_tmp, directory, site, urls)
     exp = public_tmp / "replay.toml"
     exp.write_text(f'name = "replay"\n[[shell]]\nrun = "tm-delay 5"\n[workload]\nkind = "browser"\n'
-                   f'browser = "chromium"\nreplay = "{directory}"\nurls = ["{INDEX}"]\nloads = 1\n'
-                   f'until = {UNTIL}\n')
+                   f'browser = "chromium"\nreplay = "{directory}"\nurls = {pages!r}\nloads = 1\n'
+                   f'until = {UNTIL}\n'.replace("'", '"'))
     r = root.run([tools.path("tm-run"), str(exp), "-o", str(public_tmp / "out2"), "-q"], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    (run,) = os.listdir(public_tmp / "out2" / "runs")
-    with open(public_tmp / "out2" / "runs" / run / "result.json") as f:
-        (load,) = json.load(f)["loads"]
-    assert load["completed"] == 1 and load["title"] == f"complete {web_site.PAGE_OBJECTS}", load
+    loads = loads_by_url(public_tmp / "out2")
+    for page in pages:
+        assert loads[page]["completed"] == 1 and loads[page]["title"] == done[page], loads[page]
 
 
 def test_a_replay_recorded_from_inside_it_replays_byte_for_byte(who, tools, public_tmp):
@@ -267,3 +299,129 @@ done"""
     recorded = [(directory / n).read_bytes() for n in records(directory)]
     assert len(recorded) == 4
     assert big in recorded[0] and upload in recorded[1] and big in recorded[2] and upload in recorded[3]
+
+
+# The far side of the any-port tests, in the command namespace of an enclosing shell (tm-delay 0), which is the
+# recorder's P: webrecord_far.py's servers on addresses of its own there, then tm-webrecord around the client.
+# $1 the far side's source, $2 tm-webrecord, $3 DIR, $4 the far side's certificates; the client's argv after.
+FAR_SHELL = r'''
+far=$1 webrecord=$2 dir=$3 certs=$4
+shift 4
+ip addr add 10.98.0.1/32 dev lo && ip addr add fd98::1/128 dev lo nodad && \
+  python3 -c "$far" serve "$certs" 10.98.0.1 fd98::1 || exit 9
+exec "$webrecord" "$dir" --upstream-ca "$certs/ca.pem" -- "$@"
+'''
+# A dev server's plain HTTP on 3000, TLS on 8443 and IPv6, recorded; a status not 200 too.
+DEV_URLS = ["http://dev.test:3000/a.txt", "http://dev.test:3000/missing", "https://dev.test:8443/b.txt",
+            "http://[fd98::1]:3000/c.txt"]
+# The client: each of DEV_URLS into $1/N ("STATUS URL" a line); a client that does not trust the recording's CA
+# and a port nothing listens on (curl's exit status); webrecord_far.py's probes ($2 its source).
+ANY_PORT_CLIENT = r'''
+out=$1 far=$2
+r="--resolve dev.test:3000:10.98.0.1 --resolve dev.test:8443:10.98.0.1"
+n=0
+for u in ''' + " ".join(f"'{u}'" for u in DEV_URLS) + r'''; do
+  n=$((n + 1))
+  curl -sS --max-time 10 --cacert "$TM_WEBRECORD_CA" $r -o "$out/$n" -w "%{http_code} $u\n" "$u"
+done
+curl -sS --max-time 10 $r -o /dev/null https://dev.test:8443/untrusted 2>/dev/null; echo "untrusted $?"
+curl -sS --max-time 10 -o /dev/null http://10.98.0.1:3999/ 2>/dev/null; echo "closed $?"
+python3 -c "$far" probe 10.98.0.1 "$TM_OUTER:8479"
+'''
+
+
+def far_source():
+    with open(os.path.join(HERE, "webrecord_far.py"), encoding="utf-8") as f:
+        return f.read()
+
+
+def record_far(who, tools, public_tmp, directory, client, *args, fsize=None):
+    """tm-delay 0 -- (webrecord_far.py serving; tm-webrecord DIRECTORY -- sh -c CLIENT ARGS...), as WHO, with
+    RLIMIT_FSIZE at FSIZE bytes if given."""
+    certs = public_tmp / "far"
+    certs.mkdir()
+    web_site.make_certificates(str(certs), ["dev.test"], ["10.98.0.1", "fd98::1"])
+    for f in [certs, *certs.iterdir()]:
+        os.chmod(f, 0o755 if f.is_dir() else 0o644)
+    argv = tools.delay(0, cmd=sh(FAR_SHELL, far_source(), tools.path("tm-webrecord"), directory, certs,
+                                 *sh(client, *args)))
+    return who.run(argv if fsize is None else ["prlimit", f"--fsize={fsize}", "--", *argv])
+
+
+def test_every_port_is_told_by_its_first_bytes(who, tools, public_tmp):
+    """Plain HTTP on 3000 and TLS on 8443 are recorded with their ports and schemes (IPv6 too) and replay byte
+    for byte; an echo (300 KB both ways, half-closed) and a server that speaks first work through the recorder,
+    unrecorded; DNS over TCP reaches its server from the command's own address; a connection straight to the
+    recorder's port is closed; the exit line counts it all."""
+    out = public_tmp / "out"
+    out.mkdir()
+    os.chmod(out, 0o1777)
+    directory = public_tmp / "rec"
+    r = record_far(who, tools, public_tmp, directory, ANY_PORT_CLIENT, out, far_source())
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    answers = [webrecord_far.answer(urllib.parse.urlsplit(u).path) for u in DEV_URLS]
+    assert lines[:len(DEV_URLS)] == [f"{status} {u}" for (status, _), u in zip(answers, DEV_URLS)], r.stdout
+    peer = next(l for l in lines if l.startswith("dns peer ")).split()[2]
+    assert lines[len(DEV_URLS):] == ["untrusted 60", "closed 56", "echo ok", "banner 220 far ready / 221 bye QUIT",
+                                     f"dns peer {peer}", "self closed"], r.stdout + r.stderr
+    assert ipaddress.ip_address(peer) in ipaddress.ip_network("100.64.0.0/10"), peer  # the command's, not P's
+    assert (f"tm-webrecord: {directory}: 4 exchanges recorded; 4 connections not recorded (2 not HTTP, relayed as "
+            "they were; 1 origin unreachable; 1 TLS handshake with the client failed)") in r.stderr.splitlines(), \
+        r.stderr
+    plain, missing, tls, inet6 = (decode(directory / n) for n in records(directory))
+    for text in (plain, missing):
+        assert 'ip: "10.98.0.1"' in text and "port: 3000" in text and "scheme: HTTP\n" in text, text
+    assert "port: 8443" in tls and "scheme: HTTPS" in tls and 'host: "dev.test"' in tls, tls
+    assert 'ip: "fd98::1"' in inet6 and "port: 3000" in inet6 and "scheme: HTTP\n" in inet6, inet6
+    got, stderr = fetch_all(who, tools, public_tmp, str(directory), DEV_URLS)
+    for n, (url, (status, body)) in enumerate(zip(DEV_URLS, answers), 1):
+        assert (out / str(n)).read_bytes() == body, url  # relayed whole
+        assert got[url][0] == status and got[url][2] == body, (url, got[url][:2], stderr)  # replayed whole
+
+
+def test_a_record_that_cannot_be_written_fails_the_run(who, tools, public_tmp):
+    """A file size limit (as a full disk would) stops a 325 KB exchange's record: the command still gets every
+    byte and goes on, the file is named at once and in the exit line, and the run exits 1."""
+    script = ('for p in big a.txt; do curl -sS --max-time 10 -o /dev/null -w "%{http_code} %{size_download}\\n" '
+              'http://10.98.0.1:3000/$p; done')
+    directory = public_tmp / "rec"
+    r = record_far(who, tools, public_tmp, directory, script, fsize=100_000)
+    assert r.returncode == 1, r.stdout + r.stderr
+    big, small = len(webrecord_far.body("/big")), len(webrecord_far.body("/a.txt"))
+    assert r.stdout.split("\n") == [f"200 {big}", f"200 {small}", ""], r.stdout + r.stderr
+    failed = f"{directory}/save.00000001: File too large"
+    assert f"tm-webrecord: cannot record an exchange: {failed}; the command goes on, but the recording is short " \
+           "and the run will fail" in r.stderr.splitlines(), r.stderr
+    assert (f"tm-webrecord: {directory}: 1 exchange recorded; 1 exchange not written (the first: {failed}); "
+            "0 connections not recorded") in r.stderr.splitlines(), r.stderr
+    assert records(directory) == ["save.00000002"]  # the number of the one not written stays unused
+
+
+def test_a_dev_server_on_the_hosts_loopback_is_recorded_at_tm_base(root, tools, public_tmp):
+    """The developer's own site on the host's 127.0.0.1, reached at $TM_BASE as any host service is: the
+    recorder in P0 connects to $TM_BASE itself, and the host must be able to answer it (kernel path)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                webrecord_far.http(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    directory = public_tmp / "rec"
+    try:
+        r = root.run(record(tools, directory, cmd=sh(f'curl -sS --max-time 10 http://"$TM_BASE":{port}/dev.js')))
+    finally:
+        server.close()
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.encode() == webrecord_far.body("/dev.js"), r.stdout
+    assert f"tm-webrecord: {directory}: 1 exchange recorded; 0 connections not recorded" in r.stderr, r.stderr
+    (name,) = records(directory)
+    text = decode(directory / name)
+    assert 'ip: "100.127.255.1"' in text and f"port: {port}\n" in text and "scheme: HTTP\n" in text, text

@@ -1,10 +1,12 @@
 // tm-webrecord's writer: what it writes, load_recording reads back as it was (HTTP/1.1 and h2, chunked bodies
 // with their framing removed on reading, IPv6, a HEAD), in the order written, numbered on after what is there,
-// and nothing else in the directory (no temporary file).
+// and nothing else in the directory (no temporary file, also when a write fails).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -106,6 +108,29 @@ TEST(WebWriter, ADirectoryThatIsGoneIsAnError) {
   RecordWriter writer(dir.path());
   fs::remove_all(dir.path());
   EXPECT_THROW(writer.write(exchange("/", "x")), Error);
+}
+
+TEST(WebWriter, AWriteThatFailsNamesItsFileLeavesNothingAndSpendsItsNumber) {
+  TempDir dir;
+  RecordWriter writer(dir.path());
+  // A file size limit fails the write as a full disk would (EFBIG, with SIGXFSZ ignored as the recorder does).
+  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  rlimit small = before;
+  small.rlim_cur = 1000;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string what;
+  try {
+    writer.write(exchange("/", std::string(5000, 'x')));
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_EQ(what, dir.path() + "/save.00000001: File too large");
+  EXPECT_EQ(names(dir.path()), std::vector<std::string>{});
+  EXPECT_EQ(writer.write(exchange("/", "x")), dir.path() + "/save.00000002");  // the failed one's number unused
 }
 
 }  // namespace
