@@ -179,3 +179,18 @@ def test_a_server_that_exited_is_reported_with_its_status_and_stderr(tmp_path):
     (tmp_path / "server.err").write_text("")
     with pytest.raises(RunError, match="status 1 before it was ready: [(]nothing on its stderr[)]$"):
         common.wait_ready(ready, 15)
+
+
+BROWSER = '''name = "x"
+[workload]
+kind = "browser"
+urls = ["https://a.example/"]
+'''
+
+
+@pytest.mark.parametrize("extra,message", [
+    ('replay_options = ["--deterministic"]', "replay_options are tm-webreplay's: give them with replay"),
+    ('replay = "r.har"\nreplay_options = ["--strict", ""]', "'replay_options' must be an array of non-empty strings"),
+])
+def test_replay_options_go_with_a_replay(extra, message):
+    assert message in refusal(BROWSER + extra + "\n")

@@ -164,7 +164,8 @@ def plan_run(exp, run, rundir):
     if replay:  # the recorded site is the far side of the whole stack, and the only server
         replay = os.path.join(exp.directory, os.path.expanduser(replay))
         ca_dir = os.path.join(rundir, "webreplay-ca")  # a CA of the run's own, which the browser trusts
-        levels.insert(0, Level(0, "tm-webreplay", [find_tool("tm-webreplay"), "--ca-dir", ca_dir, replay], None))
+        argv = [find_tool("tm-webreplay"), "--ca-dir", ca_dir, *params.get("replay_options", []), replay]
+        levels.insert(0, Level(0, "tm-webreplay", argv, None))
         params.update(replay=replay, ca=os.path.join(ca_dir, "ca.pem"))
         params_json = json.dumps(params, separators=(",", ":"))
         client[client.index("--params-json") + 1] = params_json

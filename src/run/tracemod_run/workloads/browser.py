@@ -74,6 +74,8 @@ PARAMS = {
                                         "instead of site"),
     "replay": Param((str,), None, help="a web recording (a directory, or a HAR file) served by tm-webreplay around "
                                        "the stack, its CA trusted; urls are then whole URLs of it"),
+    "replay_options": Param((list,), [], help="more options for tm-webreplay (\"--deterministic\", \"--strict\", "
+                                              "\"--ignore-param\", \"NAME\"...)"),
     "record": Param((str,), None, help="a directory tm-webrecord, around the stack, records every exchange of the "
                                        "loads into (with server = URL of a live site; ca, if given, checks that "
                                        "site, and the browser trusts the recording's CA)"),
@@ -100,6 +102,10 @@ def check(params):
             raise UsageError(f"[workload] 'urls': a path starts with / (not '{u}')")
     if not all(isinstance(a, str) for a in params["browser_args"]):
         raise UsageError("[workload] 'browser_args' must be an array of strings")
+    if params["replay_options"] and not params.get("replay"):
+        raise UsageError("[workload] replay_options are tm-webreplay's: give them with replay")
+    if not all(isinstance(a, str) and a for a in params["replay_options"]):
+        raise UsageError("[workload] 'replay_options' must be an array of non-empty strings")
     if params.get("site") and params.get("server"):
         raise UsageError("[workload] give site (served by the workload) or server (yours), not both")
     if params.get("replay"):
