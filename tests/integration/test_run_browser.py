@@ -373,4 +373,5 @@ def test_a_replayed_load_counts_what_the_recording_could_not_answer(root, browse
     assert page["failed_requests"] == 2  # absent.css (missed) and gone.js (recorded as a 404)
     assert nowhere["completed"] == 0
     assert page["replay_misses"] == 2  # absent.css and absent.png; not gone.js, nor the browser's own icon
+    assert sorted(page["missed"]) == [MISS_ORIGIN + "/absent.css", MISS_ORIGIN + "/absent.png"]
     assert nowhere["error"] == f"{MISS_ORIGIN}/nowhere: HTTP status 404 (not in the recording)"

@@ -173,7 +173,19 @@ def test_chromium_failed_requests_and_replay_misses():
         "HTTP status 404 (not in the recording)"
     assert browser.load_requests(browser.chromium_requests(missing, "L2"))[1]["failed_requests"] == 1  # an iframe's
     clean = browser.load_requests(browser.chromium_requests(CHROMIUM_EVENTS[:2] + CHROMIUM_EVENTS[-2:], "L1"))
-    assert clean == (None, {"degraded": 0, "failed_requests": 0, "replay_misses": 0, "failures": []})
+    assert clean == (None, {"degraded": 0, "failed_requests": 0, "replay_misses": 0, "failures": [], "missed": []})
+    assert browser.load_requests(requests)[1]["missed"] == ["https://h/miss.js", "https://h/a.png"]  # not the icon
+
+
+def test_missed_names_every_miss_that_failures_has_no_room_for():
+    def misses(n):
+        return [browser.Request(f"https://h/{i}.png", "other", 404, None, True, False) for i in range(n)]
+
+    row = browser.load_requests(misses(15) + misses(15))[1]  # each asked for twice: counted once
+    assert row["replay_misses"] == 15 and len(row["failures"]) == browser.LISTED
+    assert row["missed"] == [f"https://h/{i}.png" for i in range(15)]
+    row = browser.load_requests(misses(250))[1]
+    assert row["replay_misses"] == 250 and row["missed"] == [f"https://h/{i}.png" for i in range(browser.MISSED)]
 
 
 def bidi(method, url, destination, initiator=None, status=None, headers=(), error=None, navigation=None):

@@ -309,6 +309,7 @@ def until_time(perf, start):
 CRITICAL = ("document", "style", "script", "font")
 REPLAY_MISS = ("x-tm-replay", "miss")
 LISTED = 10  # failures named in a load's row
+MISSED = 200  # replay misses named in a load's row (replay_misses counts them all)
 Request = collections.namedtuple("Request", "url kind status error miss main")
 
 
@@ -329,7 +330,8 @@ def failure(request):
 def load_requests(requests):
     """(why the page's own document failed or None, the row's fields): degraded, failed_requests (the distinct
     URLs of the failed documents, style sheets, scripts and fonts besides the page), replay_misses (the distinct
-    URLs tm-webreplay had no recording of, any kind) and failures (the first LISTED of them, each with why).
+    URLs tm-webreplay had no recording of, any kind), failures (the first LISTED of them, each with why) and
+    missed (the first MISSED of the replay's misses: which ones, where failures has no room for them all).
     The browser's own requests (kind "own": the page's icon) are not the page's, and data: URLs no request."""
     document, failed, misses = None, {}, {}
     for r in requests:
@@ -345,7 +347,7 @@ def load_requests(requests):
                 misses.setdefault(r.url, why)
     named = [f"{why}: {url}" for url, why in {**failed, **misses}.items()]
     return document, {"degraded": int(bool(failed)), "failed_requests": len(failed), "replay_misses": len(misses),
-                      "failures": named[:LISTED]}
+                      "failures": named[:LISTED], "missed": list(misses)[:MISSED]}
 
 
 # DevTools' resource types of the kinds that count; "Other" is Chromium's request for the page's icon (seen in
