@@ -2,7 +2,9 @@
 Firefox give them), parameters, URLs and addresses, the per-load rows in results.csv and summary.md, the
 certificates and nginx's configuration, nginx serving a site on loopback (HTTP/1.1 and HTTP/2 over TLS with the
 run's CA), and the committed example site being what make-site writes."""
+import base64
 import filecmp
+import hashlib
 import json
 import os
 import shutil
@@ -243,16 +245,58 @@ def test_protocol_names(alpn, name):
 def test_parameters_defaults_and_refusals():
     p = registry.validate({"kind": "browser", "site": "sites/page"})
     assert p["browser"] == "chromium" and p["urls"] == ["/"] and p["loads"] == 5 and p["protocol"] == "h2"
-    assert p["warm"] is False and p["timeout"] == 30.0
+    assert p["warm"] is False and p["timeout"] == 30.0 and p["capture"] == []
     assert registry.validate({"kind": "browser", "timeout": "1.5min", "tls_port": "9443"})["timeout"] == 90.0
     for bad, why in (({"browser": "lynx"}, "must be one of chromium, firefox"),
                      ({"urls": []}, "non-empty"), ({"urls": ["index.html"]}, "starts with /"),
                      ({"urls": ["ftp://x/"]}, "neither http"), ({"server": "host:80"}, "must be a URL"),
                      ({"server": "http://h/", "site": "d"}, "not both"), ({"loads": 0}, "from 1"),
                      ({"port": 80}, "from 1025"), ({"port": 9000, "tls_port": 9000}, "must differ"),
-                     ({"browser_args": [1]}, "array of strings"), ({"warm": 1}, "true or false")):
+                     ({"browser_args": [1]}, "array of strings"), ({"warm": 1}, "true or false"),
+                     ({"capture": ["dom", "pdf"]}, "'pdf' is neither"), ({"capture": "dom"}, "must be")):
         with pytest.raises((ConfigError, UsageError), match=why):
             registry.validate(dict({"kind": "browser"}, **bad))
+
+
+class Captured(browser.Chromium):
+    """A Chromium without a browser: what it is asked to evaluate, and in which world, is answered from PAGE."""
+
+    def __init__(self, page):
+        self.page, self.asked = page, []
+
+    def _evaluate(self, expression, deadline, wait=False, world=None, what=""):
+        self.asked.append(world)
+        return json.dumps(self.page)
+
+    def _screenshot(self, deadline):
+        return base64.b64encode(PNG).decode()
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+
+
+def test_capture_reads_the_dom_in_the_timings_world_and_keeps_it_in_the_run_directory(tmp_path, monkeypatch):
+    page = {"dom": "<html><body><p>Grüße \ud800</p></body></html>", "text": "Grüße \ud800"}  # a lone surrogate
+    fake = Captured(page)
+    assert fake.capture([], 0, world=7) == {} and fake.asked == []
+    captured = fake.capture(["dom", "screenshot"], 0, world=7)
+    assert fake.asked == [7] and captured["png"] == PNG
+    monkeypatch.chdir(tmp_path)  # tm-run's client runs in the run's directory
+    row = browser.keep_capture(captured, 3)
+    saved = (tmp_path / "load3.html").read_bytes()
+    assert saved == page["dom"].replace("\ud800", "\ufffd").encode()
+    assert row == {"dom_file": "load3.html", "dom_bytes": len(saved), "dom_sha256": hashlib.sha256(saved).hexdigest(),
+                   "text_bytes": len("Grüße \ufffd".encode()), "screenshot_file": "load3.png"}
+    assert row["text_bytes"] == 11 and (tmp_path / "load3.png").read_bytes() == PNG
+    assert browser.keep_capture({}, 4) == {} and not (tmp_path / "load4.html").exists()
+    assert browser.keep_capture({"dom": "<html></html>", "text": ""}, 5)["text_bytes"] == 0
+
+
+def test_a_capture_that_cannot_be_kept_fails_its_load(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir(tmp_path / "load1.png")  # where the file should go
+    with pytest.raises(browser.LoadFailed, match="cannot keep .*load1.png: Is a directory"):
+        browser.keep_capture({"png": PNG}, 1)
 
 
 def test_urls_and_the_address_behind_the_stack(monkeypatch):
