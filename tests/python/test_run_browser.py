@@ -3,8 +3,10 @@ Firefox give them), parameters, URLs and addresses, the per-load rows in results
 certificates and nginx's configuration, nginx serving a site on loopback (HTTP/1.1 and HTTP/2 over TLS with the
 run's CA), and the committed example site being what make-site writes."""
 import base64
+import collections
 import filecmp
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -13,9 +15,11 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 
 import pytest
+import websocket
 
 from tracemod_run import results
 from tracemod_run.errors import ConfigError, UsageError
@@ -225,6 +229,51 @@ def test_firefox_failed_requests_and_replay_misses():
     gone = [bidi("network.fetchError", PAGE, "document", error="NS_ERROR_CONNECTION_REFUSED", navigation="n1")]
     assert browser.load_requests(browser.firefox_requests(gone, "n1"))[0] == "NS_ERROR_CONNECTION_REFUSED"
     assert browser.load_requests(browser.firefox_requests(gone, None))[0] is None  # no navigation: no page
+
+
+class Socket:
+    """A WebSocket whose peer answers each command from SCRIPT: method -> (events before, result, events after).
+    unread[method] is how many messages were still unread when the command was sent."""
+
+    def __init__(self, script):
+        self.script, self.inbox, self.unread = script, collections.deque(), {}
+
+    def send(self, text):
+        msg = json.loads(text)
+        before, result, after = self.script[msg["method"]]
+        self.unread[msg["method"]] = len(self.inbox)
+        self.inbox.extend(json.dumps(m) for m in [*before, {"id": msg["id"], "result": result}, *after])
+
+    def recv(self):
+        return self.inbox.popleft()
+
+    def settimeout(self, seconds):
+        pass
+
+
+def bidi_event(method, context, navigation=None):
+    return {"method": method, "params": {"context": context, "navigation": navigation}}
+
+
+def test_a_firefox_load_ends_with_its_navigations_load_event_not_navigates_answer():
+    """Firefox 153 answered navigate's wait "complete" for yahoo.com before the page's load event: the load waits
+    for browsingContext.load of its own navigation (not an iframe's, not about:blank's), and the network events
+    that came on the way still count."""
+    perf = json.dumps({"nav": [], "res": [], "paint": []})
+    page = bidi("network.responseCompleted", PAGE, "document", status=200, navigation="n1")
+    socket_ = Socket({
+        "browsingContext.navigate": ([], {"navigation": "n1", "url": PAGE}, [
+            bidi_event("browsingContext.load", "frame", "n2"), bidi_event("browsingContext.load", "top"), page,
+            bidi_event("browsingContext.load", "top", "n1")]),
+        "script.evaluate": ([], {"type": "success", "result": {"type": "string", "value": perf}}, [])})
+    channel = browser.Channel.__new__(browser.Channel)
+    channel.websocket, channel.ws, channel.ids, channel.events = websocket, socket_, itertools.count(1), \
+        collections.deque()
+    firefox = browser.Firefox.__new__(browser.Firefox)
+    firefox.channel, firefox.context = channel, "top"
+    result = firefox.load(PAGE, time.monotonic() + 5)
+    assert socket_.unread["script.evaluate"] == 0  # the page's load event was read before its timing was
+    assert [r.url for r in result["requests"]] == [PAGE] and result["requests"][0].main
 
 
 @pytest.mark.parametrize("url,mime,kind", [

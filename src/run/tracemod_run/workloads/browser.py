@@ -766,8 +766,9 @@ class Firefox(Browser):
         if not tree:
             raise LoadFailed("the browser has no window")
         self.context = tree[0]["context"]
-        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError"],
-                                                "contexts": [self.context]}, deadline)  # see firefox_requests
+        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError",
+                                                           "browsingContext.load"],
+                                                "contexts": [self.context]}, deadline)  # see firefox_requests, load
         self._wait_blank(self._evaluate, deadline)
 
     def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
@@ -782,9 +783,16 @@ class Firefox(Browser):
     def load(self, url, deadline, until=None, capture=()):
         nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
                                 deadline)
+        # Firefox 153 can answer navigate's "complete" before the page's load event (at a history update the page
+        # makes while it loads, as yahoo.com's does): the navigation's own load event is what ends the load.
+        seen = []
+        self.channel.event(lambda m: m.get("method") == "browsingContext.load" and m["params"].get("context") ==
+                           self.context and m["params"].get("navigation") == nav.get("navigation"),
+                           deadline, "the load event", seen=seen.append)
         until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
-        perf.update(requests=firefox_requests(self.channel.events, nav.get("navigation")), until_ms=until_ms,
+        events = seen + list(self.channel.events)
+        perf.update(requests=firefox_requests(events, nav.get("navigation")), until_ms=until_ms,
                     capture=self.capture(capture, deadline, WORLD))
         return perf
 
