@@ -163,18 +163,24 @@ def python_script(name: str, *args) -> list:
         return ["python3", "-c", f.read(), *map(str, args)]
 
 
-@pytest.fixture
-def public_tmp(tmp_path):
-    """A temporary directory that root and the unprivileged test user can both read and write (pytest's own
-    are private to root). Files a test puts here for the user to read must be world-readable too."""
-    d = tmp_path / "public"
-    d.mkdir()
+def make_public(d):
+    """D (a directory under pytest's temporary ones, which are private to root), made one that root and the
+    unprivileged test user can both read and write. Files a test puts there for the user to read must be
+    world-readable too."""
     for p in (d, *d.parents):
         if str(p) in ("/", "/tmp", "/var/tmp"):
             break
         os.chmod(p, os.stat(p).st_mode | 0o711)
     os.chmod(d, 0o1777)
     return d
+
+
+@pytest.fixture
+def public_tmp(tmp_path):
+    """A temporary directory that root and the unprivileged test user can both read and write (make_public)."""
+    d = tmp_path / "public"
+    d.mkdir()
+    return make_public(d)
 
 
 @pytest.fixture

@@ -10,11 +10,13 @@ The site is examples/sites/make-site's, written into the test's public directory
 carries TM_TEST_MARK=<its directory> in its environment (the shells and tm-run pass the environment on), which
 is how leftovers are told from other programs' browsers on a shared machine."""
 import base64
+import hashlib
 import json
 import math
 import os
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -140,6 +142,7 @@ def test_both_browsers_give_every_metric_through_nested_shells(who, browser, sit
     summary = (public_tmp / "out" / "summary.md").read_text()
     assert "Loads: 2 of 2 completed (h2 2)." in summary
     assert (public_tmp / "out" / "plots" / "cdf_plt_ms_samples.png").exists()
+    assert not {"dom_bytes", "screenshot_file"} & set(loads[0])  # nothing captured unless asked
     assert left_behind(mark) == {}
 
 
@@ -373,4 +376,43 @@ def test_a_replayed_load_counts_what_the_recording_could_not_answer(root, browse
     assert page["failed_requests"] == 2  # absent.css (missed) and gone.js (recorded as a 404)
     assert nowhere["completed"] == 0
     assert page["replay_misses"] == 2  # absent.css and absent.png; not gone.js, nor the browser's own icon
+    assert sorted(page["missed"]) == [MISS_ORIGIN + "/absent.css", MISS_ORIGIN + "/absent.png"]
     assert nowhere["error"] == f"{MISS_ORIGIN}/nowhere: HTTP status 404 (not in the recording)"
+
+
+# A page to capture: text of more bytes than characters in UTF-8, and a script that puts the viewport (CSS pixels,
+# and the device pixel ratio) in the title, which is what the screenshot must measure.
+CAPTURE_TEXT = "Grüße, 世界 — tracemod"
+CAPTURE_PAGE = ('<!doctype html><html><head><meta charset="utf-8"><title>capture</title></head>'
+                f'<body><p>{CAPTURE_TEXT}</p><script>'
+                'document.title = `${innerWidth}x${innerHeight}@${devicePixelRatio}`;</script></body></html>')
+
+
+def png_size(path):
+    """(width, height) of the PNG at PATH, from its IHDR chunk (which must come first)."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", head
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.mark.parametrize("browser", ["chromium", "firefox"])
+def test_capture_keeps_each_loads_dom_and_screenshot_in_the_run_directory(root, browser, public_tmp):
+    site = public_tmp / "site"
+    site.mkdir()
+    (site / "index.html").write_text(CAPTURE_PAGE, encoding="utf-8")
+    exp = write_experiment(public_tmp, "capture", ["tm-delay 2"], {
+        "kind": "browser", "browser": browser, "site": str(site), "loads": 2, "capture": ["dom", "screenshot"]})
+    res = tm_run(root, exp, public_tmp / "out", str(public_tmp))
+    (run,) = (public_tmp / "out" / "runs").iterdir()
+    for load in completed(res, 2):
+        n = load["load"]
+        dom = (run / f"load{n}.html").read_bytes()
+        print(f"{browser}: load {n}: title {load['title']}, dom_bytes {load['dom_bytes']}, text_bytes "
+              f"{load['text_bytes']}, screenshot {png_size(run / f'load{n}.png')}")
+        assert load["dom_file"] == f"load{n}.html" and load["screenshot_file"] == f"load{n}.png"
+        assert load["dom_bytes"] == len(dom) and load["dom_sha256"] == hashlib.sha256(dom).hexdigest()
+        assert f"<title>{load['title']}</title>".encode() in dom  # the DOM as the script left it, not the source
+        assert load["text_bytes"] == len(CAPTURE_TEXT.encode())  # the body's text alone, not its script
+        width, height, ratio = map(float, load["title"].replace("@", "x").split("x"))
+        assert png_size(run / f"load{n}.png") == (round(width * ratio), round(height * ratio))

@@ -2,7 +2,11 @@
 Firefox give them), parameters, URLs and addresses, the per-load rows in results.csv and summary.md, the
 certificates and nginx's configuration, nginx serving a site on loopback (HTTP/1.1 and HTTP/2 over TLS with the
 run's CA), and the committed example site being what make-site writes."""
+import base64
+import collections
 import filecmp
+import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -11,9 +15,11 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 
 import pytest
+import websocket
 
 from tracemod_run import results
 from tracemod_run.errors import ConfigError, UsageError
@@ -173,7 +179,19 @@ def test_chromium_failed_requests_and_replay_misses():
         "HTTP status 404 (not in the recording)"
     assert browser.load_requests(browser.chromium_requests(missing, "L2"))[1]["failed_requests"] == 1  # an iframe's
     clean = browser.load_requests(browser.chromium_requests(CHROMIUM_EVENTS[:2] + CHROMIUM_EVENTS[-2:], "L1"))
-    assert clean == (None, {"degraded": 0, "failed_requests": 0, "replay_misses": 0, "failures": []})
+    assert clean == (None, {"degraded": 0, "failed_requests": 0, "replay_misses": 0, "failures": [], "missed": []})
+    assert browser.load_requests(requests)[1]["missed"] == ["https://h/miss.js", "https://h/a.png"]  # not the icon
+
+
+def test_missed_names_every_miss_that_failures_has_no_room_for():
+    def misses(n):
+        return [browser.Request(f"https://h/{i}.png", "other", 404, None, True, False) for i in range(n)]
+
+    row = browser.load_requests(misses(15) + misses(15))[1]  # each asked for twice: counted once
+    assert row["replay_misses"] == 15 and len(row["failures"]) == browser.LISTED
+    assert row["missed"] == [f"https://h/{i}.png" for i in range(15)]
+    row = browser.load_requests(misses(250))[1]
+    assert row["replay_misses"] == 250 and row["missed"] == [f"https://h/{i}.png" for i in range(browser.MISSED)]
 
 
 def bidi(method, url, destination, initiator=None, status=None, headers=(), error=None, navigation=None):
@@ -213,6 +231,51 @@ def test_firefox_failed_requests_and_replay_misses():
     assert browser.load_requests(browser.firefox_requests(gone, None))[0] is None  # no navigation: no page
 
 
+class Socket:
+    """A WebSocket whose peer answers each command from SCRIPT: method -> (events before, result, events after).
+    unread[method] is how many messages were still unread when the command was sent."""
+
+    def __init__(self, script):
+        self.script, self.inbox, self.unread = script, collections.deque(), {}
+
+    def send(self, text):
+        msg = json.loads(text)
+        before, result, after = self.script[msg["method"]]
+        self.unread[msg["method"]] = len(self.inbox)
+        self.inbox.extend(json.dumps(m) for m in [*before, {"id": msg["id"], "result": result}, *after])
+
+    def recv(self):
+        return self.inbox.popleft()
+
+    def settimeout(self, seconds):
+        pass
+
+
+def bidi_event(method, context, navigation=None):
+    return {"method": method, "params": {"context": context, "navigation": navigation}}
+
+
+def test_a_firefox_load_ends_with_its_navigations_load_event_not_navigates_answer():
+    """Firefox 153 answered navigate's wait "complete" for yahoo.com before the page's load event: the load waits
+    for browsingContext.load of its own navigation (not an iframe's, not about:blank's), and the network events
+    that came on the way still count."""
+    perf = json.dumps({"nav": [], "res": [], "paint": []})
+    page = bidi("network.responseCompleted", PAGE, "document", status=200, navigation="n1")
+    socket_ = Socket({
+        "browsingContext.navigate": ([], {"navigation": "n1", "url": PAGE}, [
+            bidi_event("browsingContext.load", "frame", "n2"), bidi_event("browsingContext.load", "top"), page,
+            bidi_event("browsingContext.load", "top", "n1")]),
+        "script.evaluate": ([], {"type": "success", "result": {"type": "string", "value": perf}}, [])})
+    channel = browser.Channel.__new__(browser.Channel)
+    channel.websocket, channel.ws, channel.ids, channel.events = websocket, socket_, itertools.count(1), \
+        collections.deque()
+    firefox = browser.Firefox.__new__(browser.Firefox)
+    firefox.channel, firefox.context = channel, "top"
+    result = firefox.load(PAGE, time.monotonic() + 5)
+    assert socket_.unread["script.evaluate"] == 0  # the page's load event was read before its timing was
+    assert [r.url for r in result["requests"]] == [PAGE] and result["requests"][0].main
+
+
 @pytest.mark.parametrize("url,mime,kind", [
     ("https://h/a.CSS?v=1", "", "style"), ("https://h/app.mjs", "", "script"), ("https://h/f.woff2", "", "font"),
     ("https://h/x", "font/woff2", "font"), ("https://h/x", "text/css; charset=utf-8", "style"),
@@ -231,16 +294,58 @@ def test_protocol_names(alpn, name):
 def test_parameters_defaults_and_refusals():
     p = registry.validate({"kind": "browser", "site": "sites/page"})
     assert p["browser"] == "chromium" and p["urls"] == ["/"] and p["loads"] == 5 and p["protocol"] == "h2"
-    assert p["warm"] is False and p["timeout"] == 30.0
+    assert p["warm"] is False and p["timeout"] == 30.0 and p["capture"] == []
     assert registry.validate({"kind": "browser", "timeout": "1.5min", "tls_port": "9443"})["timeout"] == 90.0
     for bad, why in (({"browser": "lynx"}, "must be one of chromium, firefox"),
                      ({"urls": []}, "non-empty"), ({"urls": ["index.html"]}, "starts with /"),
                      ({"urls": ["ftp://x/"]}, "neither http"), ({"server": "host:80"}, "must be a URL"),
                      ({"server": "http://h/", "site": "d"}, "not both"), ({"loads": 0}, "from 1"),
                      ({"port": 80}, "from 1025"), ({"port": 9000, "tls_port": 9000}, "must differ"),
-                     ({"browser_args": [1]}, "array of strings"), ({"warm": 1}, "true or false")):
+                     ({"browser_args": [1]}, "array of strings"), ({"warm": 1}, "true or false"),
+                     ({"capture": ["dom", "pdf"]}, "'pdf' is neither"), ({"capture": "dom"}, "must be")):
         with pytest.raises((ConfigError, UsageError), match=why):
             registry.validate(dict({"kind": "browser"}, **bad))
+
+
+class Captured(browser.Chromium):
+    """A Chromium without a browser: what it is asked to evaluate, and in which world, is answered from PAGE."""
+
+    def __init__(self, page):
+        self.page, self.asked = page, []
+
+    def _evaluate(self, expression, deadline, wait=False, world=None, what=""):
+        self.asked.append(world)
+        return json.dumps(self.page)
+
+    def _screenshot(self, deadline):
+        return base64.b64encode(PNG).decode()
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+
+
+def test_capture_reads_the_dom_in_the_timings_world_and_keeps_it_in_the_run_directory(tmp_path, monkeypatch):
+    page = {"dom": "<html><body><p>Grüße \ud800</p></body></html>", "text": "Grüße \ud800"}  # a lone surrogate
+    fake = Captured(page)
+    assert fake.capture([], 0, world=7) == {} and fake.asked == []
+    captured = fake.capture(["dom", "screenshot"], 0, world=7)
+    assert fake.asked == [7] and captured["png"] == PNG
+    monkeypatch.chdir(tmp_path)  # tm-run's client runs in the run's directory
+    row = browser.keep_capture(captured, 3)
+    saved = (tmp_path / "load3.html").read_bytes()
+    assert saved == page["dom"].replace("\ud800", "\ufffd").encode()
+    assert row == {"dom_file": "load3.html", "dom_bytes": len(saved), "dom_sha256": hashlib.sha256(saved).hexdigest(),
+                   "text_bytes": len("Grüße \ufffd".encode()), "screenshot_file": "load3.png"}
+    assert row["text_bytes"] == 11 and (tmp_path / "load3.png").read_bytes() == PNG
+    assert browser.keep_capture({}, 4) == {} and not (tmp_path / "load4.html").exists()
+    assert browser.keep_capture({"dom": "<html></html>", "text": ""}, 5)["text_bytes"] == 0
+
+
+def test_a_capture_that_cannot_be_kept_fails_its_load(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir(tmp_path / "load1.png")  # where the file should go
+    with pytest.raises(browser.LoadFailed, match="cannot keep .*load1.png: Is a directory"):
+        browser.keep_capture({"png": PNG}, 1)
 
 
 def test_urls_and_the_address_behind_the_stack(monkeypatch):

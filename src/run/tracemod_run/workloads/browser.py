@@ -20,7 +20,8 @@ the page's own timing (Navigation Timing 2, Resource Timing, Paint Timing: page_
 (the page's own prototypes cannot break the read), counts the requests that failed and those the replay could
 not answer (the protocol's network events: load_requests), and kills the browser's whole process group, then
 any descendant that left the group (the client is the browsers' child subreaper, so such an orphan comes back
-to it). The browser trusts the run's CA through an NSS database of its
+to it). With `capture`, each load also keeps the page's DOM and a screenshot as files in the client's directory
+(the run's, under tm-run: keep_capture). The browser trusts the run's CA through an NSS database of its
 own: $HOME/.pki/nssdb for Chromium, the profile's cert9.db for Firefox. With `warm`, each load first loads its
 URL once in that profile (not measured), quits the browser so its disk cache is written, and starts it again in
 the same profile: the measured load has a warm cache and cold connections, as a revisit does. Every wait has
@@ -30,9 +31,11 @@ A load that fails or times out is a row that says so (completed 0, its error), n
 a load whose page itself failed (an HTTP error, a network error, a replay's miss); a load whose documents,
 style sheets, scripts or fonts failed completed, but degraded, and its row says how many. The run itself
 fails only if the workload cannot run at all (no browser, no server)."""
+import base64
 import collections
 import ctypes
 import fcntl
+import hashlib
 import ipaddress
 import itertools
 import json
@@ -88,7 +91,11 @@ PARAMS = {
     "https_upgrades": Param((bool,), None, help="let the browser try https:// for an http:// URL (Chromium's "
                                                 "HTTPS-Upgrades, Firefox's HTTPS-First): off in replays unless true, "
                                                 "the browser's own default otherwise"),
+    "capture": Param((list,), [], help="what each load keeps in the run's directory once loaded (and until): "
+                                       "\"dom\" (loadN.html, and dom_bytes, text_bytes, dom_sha256 in its row) and "
+                                       "\"screenshot\" (loadN.png, the viewport)"),
 }
+CAPTURES = ("dom", "screenshot")
 
 
 def check(params):
@@ -106,6 +113,9 @@ def check(params):
         raise UsageError("[workload] replay_options are tm-webreplay's: give them with replay")
     if not all(isinstance(a, str) and a for a in params["replay_options"]):
         raise UsageError("[workload] 'replay_options' must be an array of non-empty strings")
+    for what in params["capture"]:
+        if what not in CAPTURES:
+            raise UsageError(f"[workload] 'capture': {what!r} is neither \"dom\" nor \"screenshot\"")
     if params.get("site") and params.get("server"):
         raise UsageError("[workload] give site (served by the workload) or server (yours), not both")
     if params.get("replay"):
@@ -236,6 +246,10 @@ PERFORMANCE_JS = """(async () => {
 # params' until, in the page's own world, since it may name the page's own objects (its "done" promise); it
 # returns only a number, the time it settled, which page_metrics checks against the read's own clock.
 UNTIL_JS = "(async () => { await (%s); return performance.now(); })()"
+# What params' capture keeps of a page, read after the timing in the same world: the page's DOM as serialized
+# then, and its text as rendered (innerText: what layout shows, not the source's).
+CAPTURE_JS = """JSON.stringify({dom: document.documentElement ? document.documentElement.outerHTML : "",
+                               text: document.body ? document.body.innerText : ""})"""
 
 PROTOCOLS = {"http/0.9": "h1", "http/1.0": "h1", "http/1.1": "h1", "h2": "h2", "h2c": "h2", "h3": "h3"}
 
@@ -315,6 +329,7 @@ def until_time(perf, start):
 CRITICAL = ("document", "style", "script", "font")
 REPLAY_MISS = ("x-tm-replay", "miss")
 LISTED = 10  # failures named in a load's row
+MISSED = 200  # replay misses named in a load's row (replay_misses counts them all)
 Request = collections.namedtuple("Request", "url kind status error miss main")
 
 
@@ -335,7 +350,8 @@ def failure(request):
 def load_requests(requests):
     """(why the page's own document failed or None, the row's fields): degraded, failed_requests (the distinct
     URLs of the failed documents, style sheets, scripts and fonts besides the page), replay_misses (the distinct
-    URLs tm-webreplay had no recording of, any kind) and failures (the first LISTED of them, each with why).
+    URLs tm-webreplay had no recording of, any kind), failures (the first LISTED of them, each with why) and
+    missed (the first MISSED of the replay's misses: which ones, where failures has no room for them all).
     The browser's own requests (kind "own": the page's icon) are not the page's, and data: URLs no request."""
     document, failed, misses = None, {}, {}
     for r in requests:
@@ -351,7 +367,7 @@ def load_requests(requests):
                 misses.setdefault(r.url, why)
     named = [f"{why}: {url}" for url, why in {**failed, **misses}.items()]
     return document, {"degraded": int(bool(failed)), "failed_requests": len(failed), "replay_misses": len(misses),
-                      "failures": named[:LISTED]}
+                      "failures": named[:LISTED], "missed": list(misses)[:MISSED]}
 
 
 # DevTools' resource types of the kinds that count; "Other" is Chromium's request for the page's icon (seen in
@@ -656,6 +672,15 @@ class Browser:
         for name in os.listdir(self.nssdb):
             shutil.copy(os.path.join(self.nssdb, name), target)
 
+    def capture(self, what, deadline, world):
+        """What WHAT (params' capture) asks of the loaded page: its DOM and text (read in WORLD), a PNG."""
+        out = {}
+        if "dom" in what:
+            out.update(json.loads(self._evaluate(CAPTURE_JS, deadline, world=world, what="the DOM could not be read")))
+        if "screenshot" in what:
+            out["png"] = base64.b64decode(self._screenshot(deadline))
+        return out
+
     def _wait_blank(self, evaluate, deadline):
         """Until about:blank's document is complete (the browser is warm)."""
         while evaluate("document.readyState", deadline) != "complete":
@@ -699,7 +724,7 @@ class Chromium(Browser):
             raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def load(self, url, deadline, until=None):
+    def load(self, url, deadline, until=None, capture=()):
         nav = self._call("Page.navigate", {"url": url}, deadline)
         if nav.get("errorText"):
             raise LoadFailed(f"{url}: {nav['errorText']}")
@@ -713,8 +738,12 @@ class Chromium(Browser):
                                                         "grantUniversalAccess": False}, deadline)["executionContextId"]
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=world))
         events = seen + list(self.channel.events)
-        perf.update(connections=connection_count(events), requests=chromium_requests(events, loader), until_ms=until_ms)
+        perf.update(connections=connection_count(events), requests=chromium_requests(events, loader), until_ms=until_ms,
+                    capture=self.capture(capture, deadline, world))
         return perf
+
+    def _screenshot(self, deadline):
+        return self._call("Page.captureScreenshot", {"format": "png"}, deadline)["data"]
 
     def _quit(self, deadline):
         self.channel.call("Browser.close", {}, deadline)
@@ -743,8 +772,9 @@ class Firefox(Browser):
         if not tree:
             raise LoadFailed("the browser has no window")
         self.context = tree[0]["context"]
-        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError"],
-                                                "contexts": [self.context]}, deadline)  # see firefox_requests
+        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError",
+                                                           "browsingContext.load"],
+                                                "contexts": [self.context]}, deadline)  # see firefox_requests, load
         self._wait_blank(self._evaluate, deadline)
 
     def _evaluate(self, expression, deadline, wait=False, world=None, what="the page's timing could not be read"):
@@ -756,13 +786,24 @@ class Firefox(Browser):
             raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
         return r["result"].get("value")
 
-    def load(self, url, deadline, until=None):
+    def load(self, url, deadline, until=None, capture=()):
         nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
                                 deadline)
+        # Firefox 153 can answer navigate's "complete" before the page's load event (at a history update the page
+        # makes while it loads, as yahoo.com's does): the navigation's own load event is what ends the load.
+        seen = []
+        self.channel.event(lambda m: m.get("method") == "browsingContext.load" and m["params"].get("context") ==
+                           self.context and m["params"].get("navigation") == nav.get("navigation"),
+                           deadline, "the load event", seen=seen.append)
         until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
-        perf.update(requests=firefox_requests(self.channel.events, nav.get("navigation")), until_ms=until_ms)
+        events = seen + list(self.channel.events)
+        perf.update(requests=firefox_requests(events, nav.get("navigation")), until_ms=until_ms,
+                    capture=self.capture(capture, deadline, WORLD))
         return perf
+
+    def _screenshot(self, deadline):
+        return self.channel.call("browsingContext.captureScreenshot", {"context": self.context}, deadline)["data"]
 
     def _quit(self, deadline):
         self.channel.call("browser.close", {}, deadline)
@@ -1069,7 +1110,8 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
             browser.close(graceful_deadline=time.monotonic() + 10)
         browser = start()
         row["startup_ms"] = browser.startup_ms
-        perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"))
+        perf = browser.load(url, time.monotonic() + params["timeout"], params.get("until"), params["capture"])
+        row.update(keep_capture(perf["capture"], number))
         document, counts = load_requests(perf["requests"])
         row.update(counts)
         if document:
@@ -1085,6 +1127,36 @@ def one_load(kind, exe, url, params, workdir, nssdb, number):
             browser.close()
         shutil.rmtree(profile, ignore_errors=True)
     return row
+
+
+def utf8(text):
+    """TEXT in UTF-8; a lone surrogate (a JavaScript string may hold one) as U+FFFD, as TextEncoder makes it."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode()
+
+
+def keep_capture(captured, number):
+    """The row's fields of what load NUMBER captured (Browser.capture), its files written in the current directory
+    (tm-run's client runs in the run's directory): loadN.html, the DOM in UTF-8, and loadN.png."""
+    row = {}
+    if "dom" in captured:
+        dom = utf8(captured["dom"])
+        row.update(dom_file=save(f"load{number}.html", dom), dom_bytes=len(dom),
+                   text_bytes=len(utf8(captured["text"])), dom_sha256=hashlib.sha256(dom).hexdigest())
+    if "png" in captured:
+        row["screenshot_file"] = save(f"load{number}.png", captured["png"])
+    return row
+
+
+def save(name, data):
+    try:
+        with open(name, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise LoadFailed(f"cannot keep {os.path.abspath(name)}: {e.strerror}") from None
+    return name
 
 
 def run_client(params, host, port, seed):
