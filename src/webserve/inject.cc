@@ -13,9 +13,10 @@ namespace {
 
 // The script. A template of our own: TIME and SEED are filled in. mulberry32 for randomness: small, seeded,
 // and good enough for pages; the clock moves 50 ms every 25 reads so that a page waiting for time to pass
-// still sees it pass.
+// still sees it pass. The new Date is a function expression: a declaration would be hoisted over the line that
+// keeps the real one.
 constexpr std::string_view kScript = R"JS((() => {
-const RealDate = Date, start = TIME;
+const RealDate = globalThis.Date, start = TIME;
 let now = start, reads = 0, state = SEED | 0;
 const clock = () => { if (++reads > 25) { reads = 1; now += 50; } return now; };
 const next = () => {
@@ -24,10 +25,10 @@ const next = () => {
   r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
   return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
 };
-function Date(...args) {
+const Date = function Date(...args) {
   if (!new.target) return new RealDate(clock()).toString();
   return Reflect.construct(RealDate, args.length ? args : [clock()], new.target);
-}
+};
 Object.setPrototypeOf(Date, RealDate);
 Date.prototype = RealDate.prototype;
 Object.defineProperty(RealDate.prototype, "constructor", {value: Date, writable: true, configurable: true});
