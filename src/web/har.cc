@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -224,6 +225,12 @@ std::string request_version(const std::string& protocol, std::string_view har_ve
   return iequals(std::string(har_version), "HTTP/1.0") ? "HTTP/1.0" : "HTTP/1.1";
 }
 
+// The Content-Length the response was recorded with, or 0.
+uint64_t recorded_length(const std::vector<Header>& headers) {
+  const std::string* length = find_header(headers, "Content-Length");
+  return length ? std::strtoull(length->c_str(), nullptr, 10) : 0;
+}
+
 bool may_have_body(int status, const std::string& method) {
   return status >= 200 && status != 204 && status != 304 && method != "HEAD";
 }
@@ -235,18 +242,20 @@ void read_content(element response, Response& r, const std::string& method, cons
   if (!content) return;
   const std::optional<double> size = number_at(*content, "size");
   const std::optional<element> text = member(*content, "text");
-  if (!text) {
-    if (size && *size > 0 && may_have_body(r.status, method)) ++notes.missing_bodies;
+  std::string_view s;
+  if (text && text->get(s)) where.fail("response.content.text is not a string");
+  if (s.empty()) {
+    // No text, where the response had a body: a size over 0, or, where a writer gave 0 (WebPageTest), the
+    // Content-Length a 2xx was recorded with (a redirect's page, which DevTools never keeps, is no loss).
+    const bool sized = size && *size > 0, long_2xx = r.status / 100 == 2 && recorded_length(r.headers) > 0;
+    if ((sized || long_2xx) && may_have_body(r.status, method)) ++notes.missing_bodies;
     return;
   }
-  std::string_view s;
-  if (text->get(s)) where.fail("response.content.text is not a string");
   if (string_at(*content, "encoding", "response.content.encoding", where) != "base64") {
     r.body = std::string(s);
   } else if (!decode_base64(s, r.body)) {
     where.fail("response.content.text is not base64");
   }
-  r.decoded = true;
   if (!size) {
     if (!r.body.empty()) ++notes.unsized;
   } else if (*size > static_cast<double>(r.body.size())) {
@@ -287,6 +296,7 @@ Response read_response(element response, int status, const std::string& method, 
   r.status = status;
   r.reason = std::string(string_at(response, "statusText", "response.statusText", where));
   r.headers = read_headers(response, "response", where);
+  r.decoded = true;  // a HAR holds what the browser decoded, saved or not
   read_content(response, r, method, where, notes);
   fit_for_wire(r, notes);
   return r;

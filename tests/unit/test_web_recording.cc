@@ -308,6 +308,19 @@ TEST(WebHar, LeavesOutAMalformedEntryNamingTheFirst) {
   EXPECT_EQ(load_error(har), har + ": entry 1: no request.url (and no other exchange could be read either)");
 }
 
+TEST(WebHar, ABodyOfSizeZeroWithAContentLengthIsOneNotSaved) {
+  TempDir dir;
+  const std::string har = dir / "wpt.har";
+  // As WebPageTest 2.17 wrote en.wikipedia.org's (tests/data/web/real/): no text, size 0, the length in a field.
+  write(har, R"({"log": {"entries": [{"request": {"method": "GET", "url": "https://a.example/"},
+     "response": {"status": 200, "headers": [{"name": "content-length", "value": "16681"},
+                                             {"name": "content-encoding", "value": "gzip"}],
+                  "content": {"size": 0, "mimeType": "text/html"}}}]}})");
+  const Recording r = load_recording(har);
+  EXPECT_EQ(r.notes.missing_bodies, 1u);
+  EXPECT_TRUE(r.exchanges[0].response.decoded);  // an empty body, not an empty gzip stream
+}
+
 TEST(WebHar, SaysWhatItCouldNotCheckOrServeAsRecorded) {
   TempDir dir;
   const std::string har = dir / "site.har";
