@@ -23,6 +23,12 @@ std::string counts(const std::map<std::string, size_t>& by_coding) {
   return out;
 }
 
+// "1 name", "2 names".
+std::string count(size_t n, const std::string& one, std::string many = "") {
+  if (many.empty()) many = one + "s";
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 void say_ready(int fd) {
   if (fd < 0) return;
   const char byte = 1;
@@ -42,14 +48,14 @@ int64_t recorded_start_ms(const web::Recording& recording) {
 }
 
 std::string start_line(const web::Recording& recording, size_t listeners, size_t names, const Bodies::Made& made) {
-  std::string line = "serving " + std::to_string(recording.exchanges.size()) + " exchanges on " +
-                     std::to_string(listeners) + " addresses and ports (" + std::to_string(names) + " names)";
+  std::string line = "serving " + count(recording.exchanges.size(), "exchange") + " on " +
+                     count(listeners, "address and port", "addresses and ports") + " (" + count(names, "name") + ")";
   if (!made.encoded.empty())
-    line += "; bodies stored decoded encoded again to their recorded Content-Encoding: " + counts(made.encoded);
+    line += "; bodies a HAR holds decoded, encoded again to their recorded Content-Encoding: " + counts(made.encoded);
   if (!made.uncodable.empty())
     line += "; served decoded, without their recorded Content-Encoding (not made here): " + counts(made.uncodable);
   if (made.injected + made.not_injected)
-    line += "; deterministic script in " + std::to_string(made.injected) + " HTML documents" +
+    line += "; the deterministic script in " + count(made.injected, "HTML document") +
             (made.not_injected ? " (" + std::to_string(made.not_injected) + " could not take it)" : "");
   return line;
 }
@@ -78,7 +84,8 @@ int serve(const ServeConfig& config) {
   say_ready(config.ready_fd);
   io.run();
   if (server.misses())
-    log << server.misses() << " requests were not in the recording (each said above as unmatched)" << std::endl;
+    log << count(server.misses(), "request was", "requests were") << " not in the recording (each said above as "
+        << "unmatched)" << std::endl;
   return 0;
 }
 

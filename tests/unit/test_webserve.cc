@@ -438,7 +438,7 @@ TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
   close(ready[0]);
   close(ready[1]);
   EXPECT_EQ(status, 0);
-  EXPECT_EQ(log.str(), "serving 1 exchanges on 1 addresses and ports (1 names)\n");
+  EXPECT_EQ(log.str(), "serving 1 exchange on 1 address and port (1 name)\n");
 }
 
 }  // namespace
