@@ -5,14 +5,18 @@ mm-webrecord's directory and Chromium's HAR file. Every body served is compared 
 site serves (web_site.build_site: deterministic content, no server needed); as root and as the unprivileged
 user, nested in and around other shells; bad recordings are refused before anything starts; nothing is left
 after SIGKILL."""
+import base64
 import gzip
 import json
 import os
+import random
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import time
+import zlib
 
 import pytest
 
@@ -361,15 +365,20 @@ def test_errors_name_what_the_user_gave(root, tools, public_tmp):
 
 
 def har_file(path, entries):
-    """A HAR file of ENTRIES: (url, status, headers [(name, value)], body text, address or None)."""
+    """A HAR file of ENTRIES: (url, status, headers [(name, value)], body (text, or bytes: saved in base64),
+    address or None)."""
     def entry(url, status, headers, body, address):
+        binary = isinstance(body, bytes)
         e = {"startedDateTime": "2026-11-26T10:00:00.000Z", "time": 1,
              "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1", "headers": []},
              "response": {"status": status, "statusText": "", "httpVersion": "HTTP/1.1",
                           "headers": [{"name": n, "value": v} for n, v in headers],
-                          "content": {"size": len(body.encode()), "text": body,
+                          "content": {"size": len(body if binary else body.encode()),
+                                      "text": base64.b64encode(body).decode() if binary else body,
                                       "mimeType": dict((n.lower(), v) for n, v in headers).get("content-type",
                                                                                                 "text/plain")}}}
+        if binary:
+            e["response"]["content"]["encoding"] = "base64"
         if address:
             e["serverIPAddress"] = address
         return e
@@ -461,3 +470,101 @@ def test_a_warm_revisit_finds_its_cache_fresh(root, tools, public_tmp):
         (load,) = json.load(f)["loads"]
     assert load["completed"] == 1 and load["title"] == "warm", load
     assert load["cache_hits"] == len(images), load
+
+
+# A page whose scripts ask for the time and for randomness, and build the DOM from the answers, after a fetch;
+# its policy allows only its own scripts ('self'), so the deterministic script runs only if the policy is rewritten.
+DETERMINISTIC_APP = """
+const seen = [Date.now(), String(new Date()), new Date().getTime(), Math.random(), Math.random(),
+              Array.from(crypto.getRandomValues(new Uint8Array(8))).join("."), crypto.randomUUID()];
+fetch("/data.json").then(r => r.json()).then(d => {
+  seen.push(d.n, Date.now(), Math.random());
+  const out = document.getElementById("out");
+  for (const v of seen) { const li = document.createElement("li"); li.textContent = String(v); out.appendChild(li); }
+  document.title = "deterministic " + seen.length;
+});
+"""
+
+
+def noise_png(seed, side=110):
+    """A valid PNG of SIDE x SIDE pixels of seeded noise, stored uncompressed: 3 bytes a pixel on the wire."""
+    rows = random.Random(seed).randbytes(side * (3 * side + 1))
+    rows = b"".join(b"\0" + rows[r * (3 * side + 1) + 1:(r + 1) * (3 * side + 1)] for r in range(side))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows, 0)) + chunk(b"IEND", b""))
+
+
+def deterministic_har(path):
+    """The page above, its script and data, and 6 images of 36 KB of noise, over https://det.test/."""
+    images = "".join(f'<img src="/i{n}.png" width="1" height="1">' for n in range(6))
+    page = (f'<!doctype html><html><head><meta charset="utf-8"><title>loading</title>'
+            f'<script src="/app.js"></script></head><body><ul id="out"></ul>{images}</body></html>')
+    policy = ("Content-Security-Policy", "default-src 'self'; script-src 'self'; img-src 'self'")
+    date = ("Date", "Wed, 06 Mar 2019 09:00:00 GMT")
+    entries = [("https://det.test/", 200, [date, ("Content-Type", "text/html; charset=utf-8"), policy], page, None),
+               ("https://det.test/app.js", 200, [date, ("Content-Type", "text/javascript")], DETERMINISTIC_APP, None),
+               ("https://det.test/data.json", 200, [date, ("Content-Type", "application/json")], '{"n": 7}', None)]
+    entries += [(f"https://det.test/i{n}.png", 200, [date, ("Content-Type", "image/png")], noise_png(n), None)
+                for n in range(6)]
+    return har_file(path, entries)
+
+
+# The page's own word that its scripts are done (its title), as tm-run's until (braces doubled for tm-run).
+DETERMINISTIC_UNTIL = json.dumps(
+    "new Promise(done => { const said = () => document.title.startsWith('deterministic') ? done() : "
+    "setTimeout(said, 5); said(); })".replace("{", "{{").replace("}", "}}"))
+
+
+def replayed_loads(who, tools, public_tmp, name, har, options, loads, shells):
+    """tm-run's browser workload, Chromium, LOADS loads of https://det.test/ from HAR behind SHELLS, tm-webreplay
+    given OPTIONS, each load's DOM kept: the rows."""
+    exp = public_tmp / f"{name}.toml"
+    stack = "".join(f'[[shell]]\nrun = "{s}"\n' for s in shells)
+    exp.write_text(f'name = "{name}"\n{stack}[workload]\nkind = "browser"\nbrowser = "chromium"\n'
+                   f'replay = "{har}"\nreplay_options = {json.dumps(options)}\nurls = ["https://det.test/"]\n'
+                   f'loads = {loads}\ncapture = ["dom"]\nuntil = {DETERMINISTIC_UNTIL}\n')
+    os.chmod(exp, 0o644)
+    out = public_tmp / f"out-{name}"
+    r = who.run([tools.path("tm-run"), str(exp), "-o", str(out), "-q"], timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (run,) = os.listdir(out / "runs")
+    with open(out / "runs" / run / "result.json") as f:
+        return json.load(f)["loads"]
+
+
+def test_without_the_deterministic_script_two_loads_differ(root, tools, public_tmp):
+    """The control: the page's clock and randomness make each load's DOM its own, so the test below can fail."""
+    har = deterministic_har(public_tmp / "det.har")
+    loads = replayed_loads(root, tools, public_tmp, "control", har, [], 2, ["tm-delay 2"])
+    assert all(l["completed"] == 1 and l["title"] == "deterministic 10" for l in loads), loads
+    assert loads[0]["dom_sha256"] != loads[1]["dom_sha256"]
+
+
+def test_ten_deterministic_loads_run_the_same_scripts_the_same_way(root, tools, public_tmp):
+    """--deterministic: ten loads over a constant 1 Mbit/s, 20 ms each way, build byte-identical DOMs (the page's
+    own Content-Security-Policy allows only its own scripts: the injected one runs by the hash added to it), and
+    their load times vary by 3% at most (the link, not the browser, sets them: about 220 KB at 1 Mbit/s)."""
+    har = deterministic_har(public_tmp / "det.har")
+    attempt = []
+
+    def check():
+        attempt.append(1)
+        loads = replayed_loads(root, tools, public_tmp, f"det{len(attempt)}", har, ["--deterministic"], 10,
+                               ["tm-delay 20", "tm-link --uplink-rate 1mbit --downlink-rate 1mbit"])
+        assert all(l["completed"] == 1 and l["title"] == "deterministic 10" for l in loads), loads
+        assert len({l["dom_sha256"] for l in loads}) == 1, [l["dom_sha256"] for l in loads]
+        with open(public_tmp / f"out-det{len(attempt)}" / "runs" / os.listdir(public_tmp / f"out-det{len(attempt)}"
+                                                                             / "runs")[0] / loads[0]["dom_file"]) as f:
+            dom = f.read()
+        assert "Wed Mar 06 2019" in dom, dom  # new Date(): the recording's time
+        plt = [l["plt_ms"] for l in loads]
+        mean = sum(plt) / len(plt)
+        cov = (sum((p - mean) ** 2 for p in plt) / (len(plt) - 1)) ** 0.5 / mean
+        print(f"deterministic replay PLT: mean {mean:.0f} ms, CoV {100 * cov:.2f}%: {[round(p) for p in plt]}")
+        if cov > 0.03:
+            raise TooSlow(f"PLTs {plt}: CoV {cov:.3f} > 0.03")
+
+    measured(check)
