@@ -207,31 +207,6 @@ def test_the_page_loads_completely_in_both_browsers(who, tools, public_tmp, brow
     assert load["plt_ms"] >= 4 * 100, load
 
 
-def test_ten_replays_vary_by_5_percent_at_most(root, tools, public_tmp):
-    """Ten loads of the HAR's page over a constant 1 Mbit/s and 2 x 20 ms: a coefficient of variation of 5% at
-    most. At that rate the page's 170 KB take some 1.5 s, so the link, not the browser's own work (which varies by
-    tens of ms a load on a busy 2-core machine), sets the load time."""
-    recording = public_copy(public_tmp, RECORDINGS["har"])
-    attempt = []
-
-    def check():
-        attempt.append(1)
-        d = public_tmp / f"cov{len(attempt)}"
-        d.mkdir()
-        os.chmod(d, 0o1777)
-        loads = page_load(root, tools, d, recording, "chromium",
-                          ["tm-delay 20", "tm-link --uplink-rate 1mbit --downlink-rate 1mbit"], 10)
-        assert all(l["completed"] == 1 for l in loads), [l.get("error") for l in loads]
-        plt = [l["plt_ms"] for l in loads]
-        mean = sum(plt) / len(plt)
-        cov = (sum((p - mean) ** 2 for p in plt) / (len(plt) - 1)) ** 0.5 / mean
-        print(f"replayed PLT: mean {mean:.0f} ms, min {min(plt):.0f}, max {max(plt):.0f}, CoV {100 * cov:.2f}%: {plt}")
-        if cov > 0.05:
-            raise TooSlow(f"PLTs {plt}: CoV {cov:.3f} > 0.05")
-
-    measured(check)
-
-
 @pytest.mark.parametrize("case", ["missing", "corrupt", "empty", "bad json"])
 def test_a_bad_recording_is_refused_before_anything_starts(root, tools, public_tmp, case):
     path = public_tmp / "rec"
