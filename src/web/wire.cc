@@ -42,11 +42,10 @@ bool framing(const std::string& name) {
 // "WMF-Last-Access=...; Expires=Wed, 30 Sep 2015 12" and "00:00 GMT", after a set-cookie): another Set-Cookie.
 bool mend_name(Header& h, const std::vector<Header>& before) {
   const size_t colon = h.name.find(':');
-  if (colon != std::string::npos) {
-    const std::string_view name = trim(std::string_view(h.name).substr(0, colon));
-    if (!is_token(name)) return false;
+  if (colon != std::string::npos && is_token(trim(std::string_view(h.name).substr(0, colon)))) {
+    const std::string name(trim(std::string_view(h.name).substr(0, colon)));
     h.value = std::string(trim(std::string_view(h.name).substr(colon + 1))) + ":" + h.value;
-    h.name = std::string(name);
+    h.name = name;
     return true;
   }
   if (before.empty() || !iequals(before.back().name, "Set-Cookie") || h.name.find('=') == std::string::npos)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -35,10 +34,7 @@ Bodies::Bodies(const web::Recording& recording, const Injection* injection, unsi
     entries_[i] = std::make_unique<Entry>();
     const web::Response& r = recording.exchanges[i].response;
     Entry& e = *entries_[i];
-    if (r.coding.empty()) {
-      e.plain = &r.body;
-      e.plain_tried = true;
-    } else if (r.decoded) {
+    if (r.coding.empty() || r.decoded) {
       e.plain = &r.body;
       e.plain_tried = true;
     } else {

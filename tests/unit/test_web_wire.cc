@@ -44,6 +44,8 @@ TEST(WebWire, AFieldCutAtTheWrongColonIsMendedAndOthersDropped) {
   const auto out = fit({{"set-cookie", "GeoIP=US:VA; Path=/; Domain=.wikipedia.org"},
                         {"WMF-Last-Access=29-Aug-2015;Path=/;HttpOnly;Expires=Wed, 30 Sep 2015 12", "00:00 GMT"},
                         {"X-Whole: line at 10", "00"},
+                        {"Set-Cookie", "a=1"},
+                        {"GeoIP=US:VA:Chantilly; Expires=Wed, 30 Sep 2015 12", "00:00 GMT"},
                         {"Bad Name", "x"},
                         {"", "x"},
                         {"Content-Type ", "text/html"}},
