@@ -55,8 +55,10 @@ TEST(WebWire, AFieldCutAtTheWrongColonIsMendedAndOthersDropped) {
                 {"set-cookie", "GeoIP=US:VA; Path=/; Domain=.wikipedia.org"},
                 {"set-cookie", "WMF-Last-Access=29-Aug-2015;Path=/;HttpOnly;Expires=Wed, 30 Sep 2015 12:00:00 GMT"},
                 {"X-Whole", "line at 10:00"},
+                {"Set-Cookie", "a=1"},
+                {"Set-Cookie", "GeoIP=US:VA:Chantilly; Expires=Wed, 30 Sep 2015 12:00:00 GMT"},
                 {"Content-Type", "text/html"}}));
-  EXPECT_EQ(notes.repaired, 2u);
+  EXPECT_EQ(notes.repaired, 3u);
   EXPECT_EQ(notes.dropped, 2u);
 }
 
