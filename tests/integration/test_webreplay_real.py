@@ -212,9 +212,11 @@ UNRENDERABLE = {
         [("http://enorm-magazin.de/", 301, "location: https://enorm-magazin.de/"),
          ("https://enorm-magazin.de/", 200, "MANUALLY REMOVED"),
          ("https://enorm-magazin.de/sites/enorm-magazin.de/themes/enorm/enorm-favicon.png", 404, "x-tm-replay: miss")]),
-    # WebPageTest saved no bodies (and says 0 for their sizes), and split the Expires of a Set-Cookie at its colon.
+    # WebPageTest saved no bodies (and says 0 for their sizes: their Content-Length tells), and split the Expires of
+    # a Set-Cookie at its colon.
     "2015-webpagetest-en.wikipedia.org.NOBODIES.har": (
-        ["6 header fields changed to be sent: 0 joined values split, 6 names cut at the wrong colon mended, "
+        ["99 responses were saved without their content: served with an empty body",
+         "6 header fields changed to be sent: 0 joined values split, 6 names cut at the wrong colon mended, "
          "0 dropped (no token for a name, or a control byte in the value)"],
         [("https://en.wikipedia.org/wiki/Main_Page", 200, "set-cookie: WMF-Last-Access=29-Aug-2015;Path=/;HttpOnly;"),
          ("https://en.wikipedia.org/w/load.php?debug=false&lang=en&modules=startup&only=scripts&skin=vector&*", 200,
