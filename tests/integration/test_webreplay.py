@@ -181,19 +181,26 @@ def test_inside_another_shell(who, tools, public_tmp, site):
     assert got[plain][0] == 200 and decoded(got[plain][2]) == site.expected(plain), stderr  # Mahimahi's replay misses it
 
 
-def page_load(who, tools, public_tmp, recording, browser, shells, loads):
-    """tm-run's browser workload against RECORDING (replay = ...) behind SHELLS: the result's loads."""
-    exp = public_tmp / f"{browser}.toml"
+def browser_loads(who, tools, public_tmp, name, shells, workload):
+    """tm-run's browser workload, its [workload] table's lines WORKLOAD (kind given), behind SHELLS: the result's
+    loads."""
+    exp = public_tmp / f"{name}.toml"
     stack = "".join(f'[[shell]]\nrun = "{s}"\n' for s in shells)
-    exp.write_text(f'name = "replay"\n{stack}[workload]\nkind = "browser"\nbrowser = "{browser}"\n'
-                   f'replay = "{recording}"\nurls = ["{INDEX}"]\nloads = {loads}\nuntil = {UNTIL}\n')
+    exp.write_text(f'name = "{name}"\n{stack}[workload]\nkind = "browser"\n' + "".join(l + "\n" for l in workload))
     os.chmod(exp, 0o644)
-    out = public_tmp / f"out-{browser}"
+    out = public_tmp / f"out-{name}"
     r = who.run([tools.path("tm-run"), str(exp), "-o", str(out), "-q"], timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     (run,) = os.listdir(out / "runs")
     with open(out / "runs" / run / "result.json") as f:
         return json.load(f)["loads"]
+
+
+def page_load(who, tools, public_tmp, recording, browser, shells, loads):
+    """tm-run's browser workload against RECORDING (replay = ...) behind SHELLS: the result's loads."""
+    return browser_loads(who, tools, public_tmp, browser, shells,
+                         [f'browser = "{browser}"', f'replay = "{recording}"', f'urls = ["{INDEX}"]',
+                          f"loads = {loads}", f"until = {UNTIL}"])
 
 
 @pytest.mark.parametrize("browser", ["chromium", "firefox"])
@@ -494,20 +501,12 @@ DETERMINISTIC_UNTIL = json.dumps(
 
 
 def replayed_loads(who, tools, public_tmp, name, har, options, loads, shells):
-    """tm-run's browser workload, Chromium, LOADS loads of https://det.test/ from HAR behind SHELLS, tm-webreplay
-    given OPTIONS, each load's DOM kept: the rows."""
-    exp = public_tmp / f"{name}.toml"
-    stack = "".join(f'[[shell]]\nrun = "{s}"\n' for s in shells)
-    exp.write_text(f'name = "{name}"\n{stack}[workload]\nkind = "browser"\nbrowser = "chromium"\n'
-                   f'replay = "{har}"\nreplay_options = {json.dumps(options)}\nurls = ["https://det.test/"]\n'
-                   f'loads = {loads}\ncapture = ["dom"]\nuntil = {DETERMINISTIC_UNTIL}\n')
-    os.chmod(exp, 0o644)
-    out = public_tmp / f"out-{name}"
-    r = who.run([tools.path("tm-run"), str(exp), "-o", str(out), "-q"], timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    (run,) = os.listdir(out / "runs")
-    with open(out / "runs" / run / "result.json") as f:
-        return json.load(f)["loads"]
+    """Chromium's LOADS loads of https://det.test/ from HAR behind SHELLS, tm-webreplay given OPTIONS, each load's
+    DOM kept: the rows."""
+    return browser_loads(who, tools, public_tmp, name, shells,
+                         ['browser = "chromium"', f'replay = "{har}"', f"replay_options = {json.dumps(options)}",
+                          'urls = ["https://det.test/"]', f"loads = {loads}", 'capture = ["dom"]',
+                          f"until = {DETERMINISTIC_UNTIL}"])
 
 
 def test_without_the_deterministic_script_two_loads_differ(root, tools, public_tmp):

@@ -175,8 +175,8 @@ TEST(WebserveCa, SpkiHashIsWhatChromiumIsGiven) {
   std::ofstream(dir / "leaf.pem") << pem(ca.leaf("a.test"));
   // The recipe Chromium's documentation gives for --ignore-certificate-errors-spki-list.
   const std::string spki = output_of("openssl x509 -in " + dir / "leaf.pem" +
-                               " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"
-                               " | base64");
+                                     " -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary"
+                                     " | base64");
   EXPECT_EQ(spki, ca.leaf_spki_sha256_base64() + "\n");
 }
 
@@ -221,8 +221,9 @@ TEST(WebserveServer, ServesHttp2AndHttp11ByAlpnByteForByte) {
   EXPECT_EQ(output_of(site.https("a.test", "/big", "--http2 -o " + site.dir / "h2 -w '%{http_version} %{http_code}'")),
             "2 200");
   EXPECT_TRUE(slurp(site.dir / "h2") == site.big);  // not _EQ: a failure would print 100 KB
-  EXPECT_EQ(output_of(site.https("a.test", "/big", "--http1.1 -o " + site.dir / "h1 -w '%{http_version} %{http_code}'")),
-            "1.1 200");
+  EXPECT_EQ(
+      output_of(site.https("a.test", "/big", "--http1.1 -o " + site.dir / "h1 -w '%{http_version} %{http_code}'")),
+      "1.1 200");
   EXPECT_TRUE(slurp(site.dir / "h1") == site.big);
   // The stored gzip body as it is, its Content-Length corrected (curl without --compressed does not decode).
   EXPECT_TRUE(output_of(site.https("b.test", "/page.js?v=1", "--http2")) == site.gzipped);
@@ -277,12 +278,13 @@ TEST(WebserveServer, SniChoosesTheCertificateForEachName) {
   const std::string at = "127.0.0.2:" + std::to_string(site.tls_port);
   for (const std::string name : {"a.test", "b.test"}) {
     const std::string subject = output_of("openssl s_client -connect " + at + " -servername " + name +
-                                    " </dev/null 2>/dev/null | openssl x509 -noout -subject");
+                                          " </dev/null 2>/dev/null | openssl x509 -noout -subject");
     EXPECT_NE(subject.find("CN = " + name), std::string::npos) << subject;
   }
   // No SNI (a client that connects to the address): the certificate for the address.
-  EXPECT_EQ(output_of("curl -sS --cacert " + site.dir / "ca.pem" + " https://" + at + "/nope -o /dev/null -w '%{http_code}'"),
-            "404");
+  EXPECT_EQ(
+      output_of("curl -sS --cacert " + site.dir / "ca.pem" + " https://" + at + "/nope -o /dev/null -w '%{http_code}'"),
+      "404");
 }
 
 TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
@@ -305,9 +307,9 @@ TEST(WebserveServer, PlainHttp11PipelinesAndIpv6Serves) {
   EXPECT_NE(reply.find("Content-Length: 7\r\n"), std::string::npos) << reply;
   EXPECT_EQ(reply.substr(reply.size() - 11), "\r\n\r\nsecond\n") << reply;
   const std::string p = std::to_string(site.v6_port);
-  EXPECT_EQ(
-      output_of("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p + ":[::1] https://v6.test:" + p + "/"),
-      "over IPv6\n");
+  EXPECT_EQ(output_of("curl -sS --cacert " + site.dir / "ca.pem" + " --resolve v6.test:" + p +
+                      ":[::1] https://v6.test:" + p + "/"),
+            "over IPv6\n");
 }
 
 // A DNS query message for NAME and TYPE, built with ldns.
@@ -428,9 +430,9 @@ TEST(WebserveServe, SignalsReadyServesAndStopsOnSigterm) {
   char byte;
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
   const std::string p = std::to_string(port(4));
-  EXPECT_EQ(
-      output_of("curl -sS --cacert " + dir / "ca/ca.pem" + " --resolve s.test:" + p + ":127.0.0.4 https://s.test:" + p + "/"),
-      "served\n");
+  EXPECT_EQ(output_of("curl -sS --cacert " + dir / "ca/ca.pem" + " --resolve s.test:" + p +
+                      ":127.0.0.4 https://s.test:" + p + "/"),
+            "served\n");
   EXPECT_EQ(parse(tcp_query("127.0.0.4", port(5), query("s.test", LDNS_RR_TYPE_A))),
             (std::pair<ldns_pkt_rcode, std::vector<std::string>>{LDNS_RCODE_NOERROR, {"127.0.0.4"}}));
   kill(getpid(), SIGTERM);

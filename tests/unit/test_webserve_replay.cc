@@ -216,7 +216,8 @@ TEST(WebserveReplay, BodiesComeInTheRecordedCodingOrWithoutAsTheClientAccepts) {
   EXPECT_EQ(output_of(r.curl("a.test", "/har.css", "-H 'Accept-Encoding: identity'")), r.text);
   EXPECT_EQ(output_of(r.curl("a.test", "/mm.css", "-H 'Accept-Encoding: identity'")), r.text);  // decoded for it
   EXPECT_EQ(output_of(r.curl("a.test", "/mm.css", "--compressed")), r.text);                    // gzip, decoded by curl
-  const std::string gz = output_of(r.curl("a.test", "/mm.css", "--http1.1 -H 'Accept-Encoding: gzip' -D - -o /dev/null"));
+  const std::string gz =
+      output_of(r.curl("a.test", "/mm.css", "--http1.1 -H 'Accept-Encoding: gzip' -D - -o /dev/null"));
   EXPECT_NE(gz.find("Content-Encoding: gzip"), std::string::npos) << gz;
 }
 
@@ -225,9 +226,12 @@ TEST(WebserveReplay, A304SavedWithItsBodyIsThe200ItStandsForAndRevalidationsGet3
   Replay r;
   Running server(r.recording, r.ca);
   EXPECT_EQ(output_of(r.curl("a.test", "/cached.css", "-o /dev/null -w '%{http_code}'")), "200");
-  EXPECT_EQ(output_of(r.curl("a.test", "/cached.css", "-H 'If-Modified-Since: x' -o /dev/null -w '%{http_code}'")), "304");
-  EXPECT_EQ(output_of(r.curl("a.test", "/har.css", "-H 'If-None-Match: W/\"v1\"' -o /dev/null -w '%{http_code}'")), "304");
-  EXPECT_EQ(output_of(r.curl("a.test", "/har.css", "-H 'If-None-Match: \"v2\"' -o /dev/null -w '%{http_code}'")), "200");
+  EXPECT_EQ(output_of(r.curl("a.test", "/cached.css", "-H 'If-Modified-Since: x' -o /dev/null -w '%{http_code}'")),
+            "304");
+  EXPECT_EQ(output_of(r.curl("a.test", "/har.css", "-H 'If-None-Match: W/\"v1\"' -o /dev/null -w '%{http_code}'")),
+            "304");
+  EXPECT_EQ(output_of(r.curl("a.test", "/har.css", "-H 'If-None-Match: \"v2\"' -o /dev/null -w '%{http_code}'")),
+            "200");
 }
 
 TEST(WebserveReplay, DatesAreTheReplaysUnlessKept) {
