@@ -289,18 +289,28 @@ BROKEN_PAGES = {
 }
 
 
+# A page whose script takes longer than the load may: 20 MB behind a 10 Mbit/s link (16 s), against a timeout of 8
+# (the other pages, a few kB each, load in less than one). A script, not an image: Chromium stops fetching an image
+# whose first bytes do not decode.
+SLOW_PAGE = '<!doctype html><title>slow</title><p>text</p><script src="big.js" async></script>'
+SLOW_SCRIPT = 20_000_000
+
+
 @pytest.fixture(scope="module", params=["chromium", "firefox"])
 def broken_pages(request, root, tmp_path_factory):
-    """One run of BROKEN_PAGES (and a page that is not there), a load each, in REQUEST's browser: its result and
-    results directory."""
+    """One run of BROKEN_PAGES, a page that is not there and SLOW_PAGE, a load each, in REQUEST's browser: its
+    result and results directory."""
     d = tmp_path_factory.mktemp(f"broken-{request.param}")
     site = d / "site"
     site.mkdir()
     for name, text in BROKEN_PAGES.items():
         (site / name).write_text(text)
-    exp = write_experiment(d, "broken", ["tm-delay 2"], {
-        "kind": "browser", "browser": request.param, "site": str(site), "loads": 1,
-        "urls": ["/degraded.html", "/prototype.html", "/missing.html"]})
+    (site / "slow.html").write_text(SLOW_PAGE)
+    with open(site / "big.js", "wb") as f:
+        f.truncate(SLOW_SCRIPT)
+    exp = write_experiment(d, "broken", ["tm-delay 2", "tm-link --uplink-rate 10mbit --downlink-rate 10mbit"], {
+        "kind": "browser", "browser": request.param, "site": str(site), "loads": 1, "timeout": 8,
+        "urls": ["/degraded.html", "/prototype.html", "/missing.html", "/slow.html"]})
     res = tm_run(root, exp, d / "out", str(d), timeout=180)
     assert left_behind(str(d)) == {}
     return request.param, res, d / "out"
@@ -316,7 +326,7 @@ def test_a_404d_style_sheet_makes_a_load_degraded_not_good(broken_pages):
     m = res["metrics"]
     assert m["loads_completed"] == 2 and m["loads_degraded"] == 1 and m["failed_requests"] == 1
     summary = (out / "summary.md").read_text()
-    assert "Loads: 2 of 3 completed (h2 2), 1 of them degraded (failed_requests 1, replay_misses 0)." in summary
+    assert "Loads: 2 of 4 completed (h2 2), 1 of them degraded (failed_requests 1, replay_misses 0)." in summary
     assert "load 1: degraded: HTTP status 404: https://" in summary
     assert "load1.degraded,1" in (out / "results.csv").read_text()
     assert (out / "plots" / "cdf_plt_ms_samples.png").exists()
@@ -340,8 +350,17 @@ def test_a_404d_page_is_a_failed_load(broken_pages):
     browser, res, out = broken_pages
     load = res["loads"][2]
     assert load["completed"] == 0 and load["error"] == f"{load['url']}: HTTP status 404", load
-    assert res["metrics"]["loads_failed"] == 1
+    assert res["metrics"]["loads_failed"] == 2
     assert f"load 3: {load['url']}: HTTP status 404" in (out / "summary.md").read_text()
+
+
+def test_a_load_that_times_out_says_what_it_waited_for(broken_pages):
+    browser, res, _ = broken_pages
+    load = res["loads"][3]
+    print(f"{browser}: {load}")
+    assert load["completed"] == 0 and load.get("plt_ms") is None
+    big = load["url"].replace("slow.html", "big.js")
+    assert load["error"] == f"timed out waiting for the load event: 1 request unfinished ({big})"
 
 
 # A recording of one page (HAR, written here): its style sheet is recorded, and a script recorded as a 404; a

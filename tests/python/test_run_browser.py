@@ -251,6 +251,22 @@ class Socket:
         pass
 
 
+class TimingOutSocket(Socket):
+    """A Socket whose peer, once it has said all it had to, says nothing more: the wait times out."""
+
+    def recv(self):
+        if not self.inbox:
+            raise websocket.WebSocketTimeoutException("timed out")
+        return super().recv()
+
+
+def channel_on(socket_):
+    channel = browser.Channel.__new__(browser.Channel)
+    channel.websocket, channel.ws, channel.ids, channel.events = websocket, socket_, itertools.count(1), \
+        collections.deque()
+    return channel
+
+
 def bidi_event(method, context, navigation=None):
     return {"method": method, "params": {"context": context, "navigation": navigation}}
 
@@ -266,14 +282,49 @@ def test_a_firefox_load_ends_with_its_navigations_load_event_not_navigates_answe
             bidi_event("browsingContext.load", "frame", "n2"), bidi_event("browsingContext.load", "top"), page,
             bidi_event("browsingContext.load", "top", "n1")]),
         "script.evaluate": ([], {"type": "success", "result": {"type": "string", "value": perf}}, [])})
-    channel = browser.Channel.__new__(browser.Channel)
-    channel.websocket, channel.ws, channel.ids, channel.events = websocket, socket_, itertools.count(1), \
-        collections.deque()
     firefox = browser.Firefox.__new__(browser.Firefox)
-    firefox.channel, firefox.context = channel, "top"
+    firefox.channel, firefox.context = channel_on(socket_), "top"
     result = firefox.load(PAGE, time.monotonic() + 5)
     assert socket_.unread["script.evaluate"] == 0  # the page's load event was read before its timing was
     assert [r.url for r in result["requests"]] == [PAGE] and result["requests"][0].main
+
+
+def test_a_chromium_load_that_times_out_says_which_requests_and_frames_it_waited_for():
+    frames = [{"method": "Page.frameNavigated", "params": {"frame": {"id": f, "loaderId": loader, "url": url}}}
+              for f, loader, url in [("top", "L1", PAGE), ("ad", "L2", PAGE + "ad.html"), ("ad", "L3", PAGE + "ad2")]]
+    loads = [{"method": "Page.lifecycleEvent", "params": {"frameId": "ad", "loaderId": "L2", "name": "load"}}]
+    finished = [{"method": "Network.loadingFinished", "params": {"requestId": i}} for i in ("L1", "7.5", "7.7")]
+    said = browser.chromium_awaited("timed out waiting for the load event", CHROMIUM_EVENTS + frames + loads +
+                                    finished, "top")
+    # ok.css has its answer but not its body; the ad frame's first document loaded, its second did not
+    assert said == (f"timed out waiting for the load event: 1 request unfinished ({PAGE}ok.css); 1 frame never "
+                    f"loaded ({PAGE}ad2)")
+
+
+def test_a_firefox_load_that_times_out_says_what_it_waited_for():
+    """yahoo.com in Firefox, now and then on a busy machine: every request answered, and one ad frame (a
+    document-writing r-csc.html) at readyState interactive for good, its load event and so the page's never
+    coming. The row says so."""
+    began = [{"method": "network.beforeRequestSent", "params": {"request": {"request": PAGE + i, "url": PAGE + i}}}
+             for i in ("1", "2", "3", "4")]
+    socket_ = TimingOutSocket({"browsingContext.navigate": ([], {"navigation": "n1", "url": PAGE}, [
+        bidi_event("browsingContext.navigationStarted", "top", "n1"), *began[:2],
+        dict(bidi_event("browsingContext.navigationStarted", "csc", "n2"), params={
+            "context": "csc", "navigation": "n2", "url": PAGE + "r-csc.html"}),
+        dict(bidi_event("browsingContext.navigationStarted", "sf", "n3"), params={
+            "context": "sf", "navigation": "n3", "url": PAGE + "r-sf.html"}),
+        bidi_event("browsingContext.load", "sf", "n3"), *began[2:],
+        *(bidi("network.responseCompleted", PAGE + i, "script", status=200) for i in ("1", "2", "4"))])})
+    firefox = browser.Firefox.__new__(browser.Firefox)
+    firefox.channel, firefox.context = channel_on(socket_), "top"
+    with pytest.raises(browser.TimedOut) as e:
+        firefox.load(PAGE, time.monotonic() + 5)
+    assert str(e.value) == (f"timed out waiting for the load event: 1 request unfinished ({PAGE}3); 1 frame never "
+                            f"loaded ({PAGE}r-csc.html)")
+    socket_.script["browsingContext.navigate"][2].append(  # the last request ends too; the frames as before
+        bidi("network.fetchError", PAGE + "3", "script", error="NS_ERROR_NET_RESET"))
+    with pytest.raises(browser.TimedOut, match=r"load event: every request seen finished; 1 frame never loaded"):
+        firefox.load(PAGE, time.monotonic() + 5)
 
 
 @pytest.mark.parametrize("url,mime,kind", [

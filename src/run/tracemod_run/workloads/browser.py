@@ -258,6 +258,10 @@ class LoadFailed(RunError):
     """A load that did not complete: its row says why, the run goes on."""
 
 
+class TimedOut(LoadFailed):
+    """A load whose browser did not say what was awaited before the load's deadline."""
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Metrics
 
@@ -433,6 +437,86 @@ def firefox_requests(events, navigation):
     return out
 
 
+def unfinished(events, began, ended):
+    """The URLs of the requests in EVENTS that began (BEGAN(message): (id, url) or None) and never ended
+    (ENDED(message): id or None), in the order they began."""
+    urls = {}
+    for m in events:
+        if (b := began(m)) is not None:
+            urls.setdefault(b[0], b[1])
+        elif (e := ended(m)) is not None:
+            urls[e] = None
+    return [url for url in urls.values() if url is not None]
+
+
+def unloaded(events, began, loaded, main):
+    """The URLs of the frames in EVENTS whose last navigation began (BEGAN(message): (frame, navigation, url) or
+    None) and never reached its load event (LOADED(message): (frame, navigation) or None), the page's own frame
+    MAIN left out."""
+    last, done = {}, set()
+    for m in events:
+        if (b := began(m)) is not None:
+            last[b[0]] = b[1:]
+        elif (d := loaded(m)) is not None:
+            done.add(d)
+    return [url for frame, (navigation, url) in last.items() if frame != main and (frame, navigation) not in done]
+
+
+def awaited(timeout, requests, frames):
+    """TIMEOUT's message with what the load was still waiting for: the REQUESTS seen begin and never end, and
+    the FRAMES (other than the page's) whose load event never came."""
+    parts = [f"{len(requests)} request{'s' * (len(requests) != 1)} unfinished ({', '.join(requests[:3])}"
+             f"{', ...' if len(requests) > 3 else ''})" if requests else "every request seen finished"]
+    if frames:
+        parts.append(f"{len(frames)} frame{'s' * (len(frames) != 1)} never loaded ({', '.join(frames[:3])}"
+                     f"{', ...' if len(frames) > 3 else ''})")
+    return f"{timeout}: {'; '.join(parts)}"
+
+
+def chromium_awaited(timeout, events, main):
+    """TIMEOUT's message with what DevTools' events say the load of frame MAIN was still waiting for."""
+    def began(m):
+        p = m.get("params", {})
+        return (p["requestId"], p["request"]["url"]) if m.get("method") == "Network.requestWillBeSent" else None
+
+    def ended(m):
+        return m["params"]["requestId"] if m.get("method") in ("Network.loadingFinished", "Network.loadingFailed") \
+            else None
+
+    def navigated(m):
+        f = m.get("params", {}).get("frame", {})
+        return (f["id"], f.get("loaderId"), f.get("url", "")) if m.get("method") == "Page.frameNavigated" else None
+
+    def loaded(m):
+        p = m.get("params", {})
+        return (p["frameId"], p.get("loaderId")) if m.get("method") == "Page.lifecycleEvent" and \
+            p.get("name") == "load" else None
+
+    return awaited(timeout, unfinished(events, began, ended), unloaded(events, navigated, loaded, main))
+
+
+def firefox_awaited(timeout, events, main):
+    """TIMEOUT's message with what WebDriver BiDi's events say the load of context MAIN was still waiting for."""
+    def began(m):
+        r = m.get("params", {}).get("request", {})
+        return (r["request"], r["url"]) if m.get("method") == "network.beforeRequestSent" else None
+
+    def ended(m):
+        return m["params"]["request"]["request"] if m.get("method") in ("network.responseCompleted",
+                                                                        "network.fetchError") else None
+
+    def navigated(m):
+        p = m.get("params", {})
+        return (p["context"], p.get("navigation"), p.get("url", "")) \
+            if m.get("method") == "browsingContext.navigationStarted" else None
+
+    def loaded(m):
+        p = m.get("params", {})
+        return (p["context"], p.get("navigation")) if m.get("method") == "browsingContext.load" else None
+
+    return awaited(timeout, unfinished(events, began, ended), unloaded(events, navigated, loaded, main))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Processes
 
@@ -566,25 +650,26 @@ class Channel:
     def _recv(self, deadline, what):
         left = deadline - time.monotonic()
         if left <= 0:
-            raise LoadFailed(f"timed out waiting for {what}")
+            raise TimedOut(f"timed out waiting for {what}")
         self.ws.settimeout(left)
         try:
             return json.loads(self.ws.recv())
         except (socket.timeout, self.websocket.WebSocketTimeoutException):
-            raise LoadFailed(f"timed out waiting for {what}") from None
+            raise TimedOut(f"timed out waiting for {what}") from None
         except (OSError, self.websocket.WebSocketException, ValueError) as e:
             raise LoadFailed(f"the browser's protocol broke while waiting for {what}: {e or type(e).__name__}") \
                 from None
 
-    def call(self, method, params, deadline, **extra):
-        """The result of one command; a protocol error raises LoadFailed with the browser's message."""
+    def call(self, method, params, deadline, what=None, **extra):
+        """The result of one command; a protocol error raises LoadFailed with the browser's message, and running out
+        of time TimedOut naming WHAT the command waits for (its method if not given)."""
         number = next(self.ids)
         try:
             self.ws.send(json.dumps(dict(extra, id=number, method=method, params=params)))
         except (OSError, self.websocket.WebSocketException) as e:
             raise LoadFailed(f"the browser's protocol broke sending {method}: {e}") from None
         while True:
-            msg = self._recv(deadline, method)
+            msg = self._recv(deadline, what or method)
             if msg.get("id") == number:
                 if "error" in msg:
                     err = msg["error"]
@@ -730,9 +815,12 @@ class Chromium(Browser):
             raise LoadFailed(f"{url}: {nav['errorText']}")
         loader, frame = nav.get("loaderId"), nav.get("frameId")
         seen = []
-        self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
-                           and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
-                           deadline, "the load event", seen=seen.append)
+        try:
+            self.channel.event(lambda m: m.get("method") == "Page.lifecycleEvent" and m["params"]["name"] == "load"
+                               and m["params"]["frameId"] == frame and m["params"]["loaderId"] == loader,
+                               deadline, "the load event", seen=seen.append)
+        except TimedOut as e:
+            raise TimedOut(chromium_awaited(e, seen + list(self.channel.events), frame)) from None
         until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
         world = self._call("Page.createIsolatedWorld", {"frameId": frame, "worldName": WORLD,
                                                         "grantUniversalAccess": False}, deadline)["executionContextId"]
@@ -772,7 +860,8 @@ class Firefox(Browser):
         if not tree:
             raise LoadFailed("the browser has no window")
         self.context = tree[0]["context"]
-        self.channel.call("session.subscribe", {"events": ["network.responseCompleted", "network.fetchError",
+        self.channel.call("session.subscribe", {"events": ["network.beforeRequestSent", "network.responseCompleted",
+                                                           "network.fetchError", "browsingContext.navigationStarted",
                                                            "browsingContext.load"],
                                                 "contexts": [self.context]}, deadline)  # see firefox_requests, load
         self._wait_blank(self._evaluate, deadline)
@@ -787,14 +876,17 @@ class Firefox(Browser):
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None, capture=()):
-        nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url, "wait": "complete"},
-                                deadline)
         # Firefox 153 can answer navigate's "complete" before the page's load event (at a history update the page
         # makes while it loads, as yahoo.com's does): the navigation's own load event is what ends the load.
         seen = []
-        self.channel.event(lambda m: m.get("method") == "browsingContext.load" and m["params"].get("context") ==
-                           self.context and m["params"].get("navigation") == nav.get("navigation"),
-                           deadline, "the load event", seen=seen.append)
+        try:
+            nav = self.channel.call("browsingContext.navigate", {"context": self.context, "url": url,
+                                                                 "wait": "complete"}, deadline, what="the load event")
+            self.channel.event(lambda m: m.get("method") == "browsingContext.load" and m["params"].get("context") ==
+                               self.context and m["params"].get("navigation") == nav.get("navigation"),
+                               deadline, "the load event", seen=seen.append)
+        except TimedOut as e:
+            raise TimedOut(firefox_awaited(e, seen + list(self.channel.events), self.context)) from None
         until_ms = self._evaluate(UNTIL_JS % until, deadline, wait=True, what="until") if until else None
         perf = json.loads(self._evaluate(PERFORMANCE_JS, deadline, wait=True, world=WORLD))
         events = seen + list(self.channel.events)
