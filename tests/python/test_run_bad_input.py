@@ -141,6 +141,35 @@ def test_a_metric_no_run_reports_stops_tm_run_before_the_first_run(tmp_path, too
     assert status == 2 and "no run reports a metric 'goodput'" in err
 
 
+BROWSER_RUN = 'name = "b"\n[[shell]]\nrun = "tm-delay 1"\n[workload]\nkind = "browser"\nloads = 1\n'
+
+
+@pytest.mark.parametrize("lines,message", [
+    ('site = "nowhere"', "[workload] site {d}/nowhere: no such file or directory"),
+    ('site = "e.toml"', "[workload] site {d}/e.toml: not a directory"),
+    ('replay = "nowhere.har"\nurls = ["https://a.test/"]', "[workload] replay {d}/nowhere.har: no such file or "
+                                                           "directory"),
+    ('server = "https://a.test/"\nca = "nowhere.pem"', "[workload] ca {d}/nowhere.pem: no such file or directory"),
+    ('server = "https://a.test/"\nca = "."', "[workload] ca {d}/.: not a file"),
+    ('server = "https://a.test/"\nrecord = "no/rec"', "[workload] record {d}/no/rec: its directory does not exist"),
+])
+def test_a_browser_path_that_is_not_there_stops_tm_run_and_its_dry_run(tmp_path, tools, capsys, lines, message):
+    """Found passing the dry run, and then failing every run."""
+    path = tmp_path / "e.toml"
+    path.write_text(BROWSER_RUN + lines + "\n")
+    for dry in ([], ["--dry-run"]):
+        status, out, err = run_main(capsys, path, "-o", tmp_path / "out", *dry)
+        assert (status, out, err) == (2, "", f"tm-run: {message.format(d=tmp_path)}\n")
+        assert not os.path.exists(tmp_path / "out")
+
+
+def test_an_empty_experiment_says_what_is_missing(tmp_path, tools, capsys):
+    path = tmp_path / "e.toml"
+    path.write_text("")
+    assert run_main(capsys, path, "-o", tmp_path / "out") == (2, "", f"tm-run: {path}: 'name' is missing: it must "
+                                                                      "be str\n")
+
+
 def test_an_output_that_cannot_be_a_directory_is_one_line(tmp_path, tools, capsys):
     path = tmp_path / "e.toml"
     path.write_text(BASE)

@@ -611,3 +611,13 @@ def test_a_killed_clients_profiles_are_removed_by_the_next(tmp_path):
     assert not os.path.exists(dead) and os.path.isdir(alive) and os.path.isdir(tmp_path / "tm-browser-other")
     young = browser.make_workdir(str(tmp_path))
     assert os.path.isdir(young)
+
+
+def test_an_until_that_does_not_parse_says_why_in_both_browsers():
+    """Chromium's exceptionDetails.text is only "Uncaught": the error is in its exception's description."""
+    chromium = {"text": "Uncaught", "exception": {"type": "object", "subtype": "error",
+                                                  "description": "SyntaxError: Unexpected token ')'\n    at <anon>"}}
+    firefox = {"text": "SyntaxError: expected expression, got ')'", "exception": {"type": "error"}}
+    assert browser.exception_text(chromium) == "SyntaxError: Unexpected token ')'"
+    assert browser.exception_text(firefox) == "SyntaxError: expected expression, got ')'"
+    assert browser.exception_text({}) == "an exception"

@@ -169,3 +169,18 @@ def test_a_missing_tool_stops_everything_before_any_run(tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="tm-nonexistent: no such tool next to tm-run or on PATH"):
         runner.Runner(exp, str(tmp_path / "out"), quiet=True).run_all()
     assert not os.path.exists(tmp_path / "out")  # checked before the results directory is made
+
+
+def test_a_figure_with_nothing_labelled_draws_without_a_warning(tmp_path, caplog):
+    """A run whose series have no goodput or RTT (a browser's) gives a panel without labels: matplotlib's "No
+    artists with labels found to put in legend" (a logged warning) went to tm-run's standard error."""
+    import warnings
+
+    from tracemod_run import plots
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plots.timeseries(plots._pyplot(), {"run": "r1", "seed": 1, "series": {"plt_ms": [[(0.0, 1.0)]]}}, tmp_path)
+        plots.cdf_figure(plots._pyplot(), tmp_path, "empty", {}, "x", "y", "nothing")
+    assert [str(w.message) for w in caught] == [] and caplog.records == []
+    assert (tmp_path / "timeseries.png").exists() and (tmp_path / "empty.png").exists()

@@ -238,6 +238,8 @@ def locate(path, text, where):
 
 
 def _expect(value, types, what, where):
+    if value is None and type(None) not in types:  # TOML has no null: the key is not there
+        raise ConfigError(f"{what} is missing: it must be {' or '.join(t.__name__ for t in types)}", where)
     if isinstance(value, bool) and bool not in types:
         raise ConfigError(f"{what} must be {' or '.join(t.__name__ for t in types)}, not a boolean", where)
     if not isinstance(value, types):

@@ -40,6 +40,12 @@ def _cdf(ax, values, label, marked=()):
         ax.plot(marked, [bisect.bisect_right(xs, v) / n for v in marked], "x", color=line.get_color(), markersize=7)
 
 
+def _legend(ax, **style):
+    """AX's legend, if anything on it has a label (matplotlib warns on stderr of an empty one)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**style)
+
+
 def degraded_samples(results, name):
     """The values of sample NAME that came from degraded loads (completed, with failed requests): per load rows
     (the browser workload's) only."""
@@ -55,7 +61,7 @@ def cdf_figure(plt, out, name, data, xlabel, ylabel, title, marked=None):
         _cdf(ax, values, c, (marked or {}).get(c, ()))
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend(ax, fontsize="small")
     _save(fig, out, name)
     plt.close(fig)
 
@@ -165,11 +171,10 @@ def timeseries(plt, run, out):
                     rtt_ax.plot([p[0] for p in points], [p[1] for p in points], ":", label=f"srtt flow {k + 1}")
         ax.set(ylabel="goodput, Mbit/s (100 ms)")
         rtt_ax.set(ylabel="sender's smoothed RTT, ms")
-        if rtt_ax.get_legend_handles_labels()[0]:
-            rtt_ax.legend(fontsize="x-small", loc="lower right")
+        _legend(rtt_ax, fontsize="x-small", loc="lower right")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="x-small", loc="upper right")
+        _legend(ax, fontsize="x-small", loc="upper right")
     axes[-1].set_xlabel("seconds (link logs: from their base timestamp; workload: from its start)")
     _save(fig, out, "timeseries")
     plt.close(fig)

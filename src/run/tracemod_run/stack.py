@@ -149,10 +149,28 @@ def wrap_server(levels, client, server_cmd, isolated):
     return argv + ["--"] + client
 
 
+def check_paths(exp, params):
+    """Refuses a browser workload's site, replay, ca or record path (each relative to the experiment's directory)
+    that cannot be what it names, before anything starts: a missing one would fail every run, late."""
+    if params["kind"] != "browser":
+        return
+    path = {k: os.path.join(exp.directory, os.path.expanduser(params[k])) for k in ("site", "replay", "ca", "record")
+            if params.get(k)}
+    wrong = {"site": ("a directory", os.path.isdir), "replay": ("a recording (file or directory)", os.path.exists),
+             "ca": ("a file", os.path.isfile)}
+    for key, (what, ok) in wrong.items():
+        if key in path and not ok(path[key]):
+            why = f"not {what}" if os.path.exists(path[key]) else "no such file or directory"
+            raise UsageError(f"[workload] {key} {path[key]}: {why}")
+    if "record" in path and not os.path.isdir(os.path.dirname(os.path.abspath(path["record"]))):
+        raise UsageError(f"[workload] record {path['record']}: its directory does not exist")
+
+
 def plan_run(exp, run, rundir):
     levels = _levels(exp, run, rundir)
     params = exp.workload_for(run.config)
     kind = params["kind"]
+    check_paths(exp, params)
     wseed = seeds.derive(run.seed, "workload")
     ready = os.path.join(rundir, "server.ready")
     has_server = kind != "command" or bool(params.get("server"))

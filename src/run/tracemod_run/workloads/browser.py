@@ -258,6 +258,15 @@ class LoadFailed(RunError):
     """A load that did not complete: its row says why, the run goes on."""
 
 
+def exception_text(details):
+    """What a script's exception says: its first line (Chromium's text is only "Uncaught"; the error is in its
+    exception's description, SyntaxError: ... for a malformed until), else the browser's text."""
+    description = (details.get("exception") or {}).get("description")
+    if isinstance(description, str) and description:
+        return description.splitlines()[0]
+    return details.get("text") or "an exception"
+
+
 class TimedOut(LoadFailed):
     """A load whose browser did not say what was awaited before the load's deadline."""
 
@@ -806,7 +815,7 @@ class Chromium(Browser):
             params["contextId"] = world
         r = self._call("Runtime.evaluate", params, deadline)
         if "exceptionDetails" in r:
-            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {exception_text(r['exceptionDetails'])}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None, capture=()):
@@ -872,7 +881,7 @@ class Firefox(Browser):
         r = self.channel.call("script.evaluate", {"expression": expression, "target": target, "awaitPromise": wait},
                               deadline)
         if r.get("type") == "exception":
-            raise LoadFailed(f"{what}: {r['exceptionDetails'].get('text')}")
+            raise LoadFailed(f"{what}: {exception_text(r['exceptionDetails'])}")
         return r["result"].get("value")
 
     def load(self, url, deadline, until=None, capture=()):

@@ -168,6 +168,14 @@ def listening(port):
     return False
 
 
+def _fails_within(proc, seconds):
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode != 0
+
+
 def serve(params, port, host=None, ready_file=None, once=False):
     if not params.get("server"):
         raise common.UsageError("--server needs --param server='COMMAND'")
@@ -185,6 +193,9 @@ def serve(params, port, host=None, ready_file=None, once=False):
     signal.signal(signal.SIGINT, stop)
     wanted = params.get("server_port")
     deadline = common.now() + 15
+    if not wanted and _fails_within(proc, 0.05):  # a command that cannot start (a typo) ends at once
+        raise common.RunError(f"the server exited with status {proc.returncode} at once (and without server_port "
+                              "nothing says when it is ready)")
     while wanted and not listening(wanted):
         if proc.poll() is not None:
             raise common.RunError(f"the server exited with status {proc.returncode} before listening on port {wanted}")

@@ -96,8 +96,18 @@ def wait_ready(path, timeout=15.0):
         time.sleep(0.002)
 
 
-def _exited(status_file, err_file, lines=3, most=300):
-    """'the server exited with status N before it was ready: LAST LINES OF ITS STDERR'."""
+def check_server(path):
+    """Raises RunError if the server of ready file PATH exited with a status other than 0 while the client ran:
+    what the client measured was not what the run asked for."""
+    status = beside(path, "server.status") if path else None
+    if status and os.path.exists(status):
+        with open(status) as f:
+            if f.read().strip() != "0":
+                raise RunError(_exited(status, beside(path, "server.err"), when="while the client ran"))
+
+
+def _exited(status_file, err_file, lines=3, most=300, when="before it was ready"):
+    """'the server exited with status N WHEN: LAST LINES OF ITS STDERR'."""
     with open(status_file) as f:
         status = f.read().strip()
     try:
@@ -108,7 +118,7 @@ def _exited(status_file, err_file, lines=3, most=300):
         tail = []
     said = " | ".join(tail)
     said = said if len(said) <= most else "..." + said[-most:]
-    return f"the server exited with status {status} before it was ready: {said or '(nothing on its stderr)'}"
+    return f"the server exited with status {status} {when}: {said or '(nothing on its stderr)'}"
 
 
 def connect(host, port, timeout=30.0, nodelay=False):

@@ -178,6 +178,7 @@ def main(argv):
     start = common.now()
     host = getattr(mod, "server_host", common.server_host)(args.host)  # a kind may look for its server elsewhere
     result = mod.run_client(params, host, port, args.seed)
+    common.check_server(args.ready_file)
     result.update({"kind": args.kind, "params": params, "seed": args.seed, "elapsed_s": common.now() - start})
     if args.output:
         write_json_atomic(args.output, result)
