@@ -31,6 +31,20 @@ struct Options {
   pid_t pid = 0;     // --pid: 0 for every shell
 };
 
+// What tm-top refuses rather than ignores. --once --json is one request: a snapshot, as JSON.
+void check_combination(const po::variables_map& vm, Options& o) {
+  if (vm.count("argument"))
+    throw UsageError("unexpected argument '" + vm["argument"].as<std::vector<std::string>>()[0] +
+                     "': tm-top takes options only");
+  if (o.json) o.once = false;
+  if (o.once + o.json + vm.count("web") > 1)
+    throw UsageError("--web shows the live view: give it without --once or --json");
+  if (vm.count("width") && !o.once)
+    throw UsageError("--width cuts --once's lines: JSON and the live views are not cut");
+  if (vm.count("interval") && (o.once || o.json))
+    throw UsageError("--interval is the live view's refresh: a snapshot reads the shells for one second");
+}
+
 // Returns false if --help or --version was answered.
 bool parse_options(int argc, char** argv, Options& o) {
   po::options_description visible("Options");
@@ -48,8 +62,12 @@ bool parse_options(int argc, char** argv, Options& o) {
       ("pid", po::value<std::string>()->value_name("PID"), "show only the shell PID and the shells it encloses")  //
       ("help,h", "show this help and exit")                                                                       //
       ("version", "show the version and exit");
+  po::options_description all;
+  all.add(visible).add_options()("argument", po::value<std::vector<std::string>>());
+  po::positional_options_description positional;
+  positional.add("argument", -1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);
+  po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
     std::cout << "usage: tm-top " << kSynopsis << "\n"
@@ -62,7 +80,7 @@ bool parse_options(int argc, char** argv, Options& o) {
     std::cout << "tm-top (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
     return false;
   }
-  if (o.once + o.json + vm.count("web") > 1) throw UsageError("--once, --json and --web exclude each other");
+  check_combination(vm, o);
   if (vm.count("expose-to-network") && !vm.count("web")) throw UsageError("--expose-to-network needs --web");
   if (vm.count("web")) {
     o.web = true;
@@ -92,6 +110,9 @@ int print_once(const Options& o) {
   for (monitor.refresh(); monotonic_now() < until; monitor.refresh())
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto shells = monitor.shells();
+  // The text says so and fails; JSON's empty list is an answer (scripts poll with it until a shell is up).
+  if (o.pid && shells.empty() && !o.json)
+    throw Error("no tracemod shell of this user has pid " + std::to_string(o.pid));
   std::cout << (o.json ? top::json_view(shells, 0) : top::text_view(shells, o.width ? o.width : terminal_width()));
   return 0;
 }

@@ -321,3 +321,22 @@ def test_drops_are_told_apart_by_cause_and_a_schedule_shows_its_state(who, tools
     assert 600 <= off["outage"] <= 800 and off["loss"] == off["queue"] == 0, onoff["uplink"]  # what tm-loss left
     assert onoff["uplink"]["state"] == "off" and loss["uplink"]["state"] == "", (onoff, loss)
     assert loss["uplink"]["totals"]["dropped_packets"]["loss"] > 0
+
+
+@pytest.mark.parametrize("args,said", [
+    (["--once", "foo"], "unexpected argument 'foo': tm-top takes options only"),
+    (["--json", "--width", "40"], "--width cuts --once's lines: JSON and the live views are not cut"),
+    (["--once", "--interval", "100ms"], "--interval is the live view's refresh: a snapshot reads the shells for"),
+    (["--web", "0", "--json"], "--web shows the live view: give it without --once or --json"),
+])
+def test_an_option_tm_top_cannot_honour_is_refused(who, tools, args, said):
+    """Found accepted and ignored (exit 0)."""
+    r = who.run(tools.tool("tm-top", *args))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.startswith(f"tm-top: {said}"), r.stderr
+
+
+def test_a_snapshot_of_a_pid_that_is_no_shell_says_so_and_once_with_json_is_json(who, tools):
+    r = who.run(tools.tool("tm-top", "--once", "--pid", "1"))
+    assert (r.returncode, r.stdout, r.stderr) == (1, "", "tm-top: no tracemod shell of this user has pid 1\n")
+    r = who.run(tools.tool("tm-top", "--once", "--json"))
+    assert r.returncode == 0 and "shells" in json.loads(r.stdout), r.stderr
