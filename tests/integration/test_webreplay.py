@@ -35,12 +35,13 @@ DONE = ("new Promise(done => { const said = () => /^(complete|incomplete)/.test(
 UNTIL = json.dumps(DONE.replace("{", "{{").replace("}", "}}"))  # as a TOML string, braces doubled for tm-run
 
 # Fetches each URL of the file $1 with curl through the replay: "STATUS HTTP_VERSION URL" a line, each body
-# into $2/N. Names resolve through the replay's DNS; TLS is checked against its CA.
+# into $2/N and its header into $2/N.h. Names resolve through the replay's DNS; TLS is checked against its CA.
 FETCH = r'''
 n=0
 while read -r url; do
   n=$((n + 1))
-  curl -sS --max-time 20 --cacert "$TM_WEBREPLAY_CA" -o "$2/$n" -w "%{http_code} %{http_version} $url\n" "$url" \
+  curl -sS --max-time 20 --cacert "$TM_WEBREPLAY_CA" -o "$2/$n" -D "$2/$n.h" \
+    -w "%{http_code} %{http_version} $url\n" "$url" \
     || echo "000 0 $url"
 done <"$1"
 '''
@@ -75,9 +76,10 @@ def decoded(body):
     return gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
 
 
-def fetch_all(who, tools, public_tmp, recording, urls, wrap=lambda argv: argv):
+def fetch_all(who, tools, public_tmp, recording, urls, wrap=lambda argv: argv, options=()):
     """{url: (status, http version, body)} of URLS fetched through a replay of RECORDING (WRAP puts other
-    shells around or inside it), and the shell's standard error."""
+    shells around or inside it, OPTIONS are tm-webreplay's), and the shell's standard error; each response's
+    header fields are in served_fields."""
     listing = public_tmp / "urls"
     listing.write_text("".join(u + "\n" for u in urls))
     os.chmod(listing, 0o644)
@@ -85,7 +87,7 @@ def fetch_all(who, tools, public_tmp, recording, urls, wrap=lambda argv: argv):
     bodies.mkdir(exist_ok=True)
     os.chmod(bodies, 0o1777)
     inner = sh(FETCH, listing, bodies)
-    r = who.run(wrap(replay(tools, recording, str(public_tmp / "ca"), cmd=inner)), timeout=120)
+    r = who.run(wrap(replay(tools, recording, str(public_tmp / "ca"), *options, cmd=inner)), timeout=120)
     assert r.returncode == 0, r.stderr
     out = {}
     for n, line in enumerate(r.stdout.splitlines(), 1):
@@ -93,6 +95,62 @@ def fetch_all(who, tools, public_tmp, recording, urls, wrap=lambda argv: argv):
         path = bodies / str(n)
         out[url] = (int(status), version, path.read_bytes() if path.exists() else b"")
     return out, r.stderr
+
+
+def served_fields(public_tmp, n):
+    """The header fields (lower-case name, value) of the Nth response fetch_all fetched."""
+    text = (public_tmp / "bodies" / f"{n}.h").read_bytes().decode(errors="replace")  # CRLF kept
+    lines = text.split("\r\n\r\n")[-2].split("\r\n")[1:] if "\r\n\r\n" in text else []
+    return [(n.strip().lower(), v.strip()) for n, v in (line.split(":", 1) for line in lines if ":" in line)]
+
+
+def _protobuf(data):
+    """The fields (number, value) of a protobuf message: varints as ints, length-delimited as bytes."""
+    i, out = 0, []
+    while i < len(data):
+        key, i = _varint(data, i)
+        if key & 7 == 0:
+            value, i = _varint(data, i)
+        elif key & 7 == 2:
+            size, i = _varint(data, i)
+            value, i = data[i:i + size], i + size
+        else:
+            raise ValueError(f"wire type {key & 7}")
+        out.append((key >> 3, value))
+    return out
+
+
+def _varint(data, i):
+    value = shift = 0
+    while True:
+        value |= (data[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not data[i - 1] & 0x80:
+            return value, i
+
+
+def recorded_fields(path):
+    """{url: [(lower-case name, value)...]} of the responses a Mahimahi directory (RequestResponse: scheme 3, 1
+    http or 2 https; request 4 and response 5, each an HTTPMessage: first_line 1, header 2 with key 1 and value 2)
+    or HAR file holds."""
+    out = {}
+    if os.path.isdir(path):
+        for name in sorted(os.listdir(path)):
+            with open(os.path.join(path, name), "rb") as f:
+                record = dict(_protobuf(f.read()))
+            request, response = (_protobuf(record[k]) for k in (4, 5))
+            headers = [(k.decode().lower(), v.decode()) for k, v in
+                       (tuple(dict(_protobuf(h)).get(f, b"") for f in (1, 2)) for n, h in response if n == 2)]
+            host = next(v for k, v in ((k.decode().lower(), v.decode()) for k, v in (
+                tuple(dict(_protobuf(h)).get(f, b"") for f in (1, 2)) for n, h in request if n == 2)) if k == "host")
+            target = dict(request)[1].decode().split(" ")[1]
+            out[f"{'https' if record.get(3) == 2 else 'http'}://{host}{target}"] = headers
+    else:
+        with open(path) as f:
+            for e in json.load(f)["log"]["entries"]:
+                out[e["request"]["url"]] = [(h["name"].lower(), h["value"]) for h in e["response"]["headers"]]
+    return out
 
 
 def recorded_urls(site, kind):
@@ -120,6 +178,31 @@ def test_every_recorded_object_is_served_byte_for_byte(who, tools, public_tmp, s
             # HTTP/1.1 to every origin; Chromium, h2 to the site's nginx).
             assert version == ("1.1" if kind == "mahimahi" else "2"), (o.url, version)
     assert len(got) == len(urls)
+
+
+# What a replay may change in a response's header: the framing (the body's length, chunks) and the coding (curl
+# asks for none: bodies go out decoded), and what names a connection (HTTP/1.1's hop-by-hop fields, which HTTP/2
+# forbids).
+REFRAMED = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive",
+            "proxy-connection", "te", "trailer", "upgrade"}
+
+
+@pytest.mark.parametrize("kind", sorted(RECORDINGS))
+def test_every_recorded_header_field_is_served_as_recorded(who, tools, public_tmp, site, kind):
+    """Status, body (above) and every end-to-end header field, Set-Cookie and the dates included (with
+    --keep-dates), for every object of both recordings: a replay that drops or changes one fails here."""
+    recording = public_copy(public_tmp, RECORDINGS[kind])
+    recorded = recorded_fields(recording)
+    urls = [u for u in recorded_urls(site, kind) if u in recorded]
+    assert len(urls) >= 30, sorted(recorded)
+    fetch_all(who, tools, public_tmp, recording, urls, options=["--keep-dates"])
+    cookies = 0
+    for n, url in enumerate(urls, 1):
+        want = sorted((k, v) for k, v in recorded[url] if k not in REFRAMED and not k.startswith(":"))
+        got = sorted((k, v) for k, v in served_fields(public_tmp, n) if k not in REFRAMED)
+        assert got == want, url
+        cookies += sum(k == "set-cookie" for k, _ in got)
+    assert cookies >= 1  # the site's /login sets one: it is among the compared
 
 
 def test_names_resolve_to_their_recorded_addresses_and_no_others(who, tools, public_tmp, site):
