@@ -190,6 +190,33 @@ def test_tcp_bound_to_path_2_stays_on_it(who, tools, public_tmp):
     measured(check, attempts=2)
 
 
+# Two paths whose rates differ by direction and from each other: an upload bound to path 2 must get path 2's
+# uplink rate, neither path 1's nor its own downlink's.
+ASYMMETRIC = ("up-rate=4mbit,down-rate=20mbit,delay=10", "up-rate=8mbit,down-rate=2mbit,delay=10")
+UP_RATE_2 = 8e6
+
+
+def test_an_upload_on_path_2_gets_path_2s_uplink_rate(who, tools, public_tmp):
+    logs = [str(public_tmp / f"path{i}.up") for i in (1, 2)]
+    paths = [f"{p},up-log={log}" for p, log in zip(ASYMMETRIC, logs)]
+    result = str(public_tmp / "iperf.json")
+    script = 'exec iperf3 -c "$TM_OUTER" -B "$TM_PATH2" -t 8 -O 2 -C cubic -J >"$1"'
+
+    def check():
+        r = who.run(multipath(tools, *paths, outside="iperf3 -s", cmd=sh(script, result)), timeout=60)
+        assert r.returncode == 0, r.stderr
+        goodput = iperf_goodput(result)
+        print(f"upload on path 2: {goodput / 1e6:.2f} Mbit/s (its uplink: 8)")
+        assert goodput <= 1.02 * UP_RATE_2, f"TCP up path 2 got {goodput / 1e6:.2f} Mbit/s, more than its 8"
+        assert departed_bytes(logs[0]) < 1500, f"path 1's uplink carried {departed_bytes(logs[0])} bytes"
+        # Half of it or less is another rate (path 1's 4, path 2's downlink's 2), which no busy machine explains.
+        assert goodput > 0.6 * UP_RATE_2, f"TCP up path 2 got {goodput / 1e6:.2f} Mbit/s: another path's rate?"
+        if goodput < 0.9 * UP_RATE_2:
+            raise TooSlow(f"TCP up path 2 got {goodput / 1e6:.2f} Mbit/s of 8")
+
+    measured(check, attempts=2)
+
+
 def onoff_trace(public_tmp, on_s, off_s, period_s):
     """20 Mbit/s (5 opportunities every 3 ms) but for OFF_S seconds from ON_S on; the trace loops every PERIOD_S."""
     lines = []
