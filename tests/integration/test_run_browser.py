@@ -284,6 +284,12 @@ BROKEN_PAGES = {
                       'Performance.prototype.getEntriesByType = function () { return []; };'
                       'PerformanceEntry.prototype.toJSON = function () { return {}; };'
                       'document.title = "prototype " + JSON.stringify([1]);</script>',
+    # Its load handler says when the load event began (loadEventStart, by the page's own clock) and then runs for
+    # 600 ms: a load timed from outside, by the wall clock, would be 600 ms longer than the page's.
+    "pinned.html": '<!doctype html><title>pinned</title><p>text</p><script>'
+                   'addEventListener("load", () => { const t = performance.getEntriesByType("navigation")[0]'
+                   '.loadEventStart; const end = performance.now() + 600; while (performance.now() < end) {} '
+                   'document.title = "load " + t; });</script>',
     "style.css": "p { color: green }\n",
     "app.js": "document.documentElement.dataset.app = 'ran';\n",
 }
@@ -310,7 +316,7 @@ def broken_pages(request, root, tmp_path_factory):
         f.truncate(SLOW_SCRIPT)
     exp = write_experiment(d, "broken", ["tm-delay 2", "tm-link --uplink-rate 10mbit --downlink-rate 10mbit"], {
         "kind": "browser", "browser": request.param, "site": str(site), "loads": 1, "timeout": 8,
-        "urls": ["/degraded.html", "/prototype.html", "/missing.html", "/slow.html"]})
+        "urls": ["/degraded.html", "/prototype.html", "/missing.html", "/slow.html", "/pinned.html"]})
     res = tm_run(root, exp, d / "out", str(d), timeout=180)
     assert left_behind(str(d)) == {}
     return request.param, res, d / "out"
@@ -324,9 +330,9 @@ def test_a_404d_style_sheet_makes_a_load_degraded_not_good(broken_pages):
     assert load["degraded"] == 1 and load["failed_requests"] == 1 and load["replay_misses"] == 0
     assert load["failures"] == [f"HTTP status 404: {load['url'].rsplit('/', 1)[0]}/missing.css"]
     m = res["metrics"]
-    assert m["loads_completed"] == 2 and m["loads_degraded"] == 1 and m["failed_requests"] == 1
+    assert m["loads_completed"] == 3 and m["loads_degraded"] == 1 and m["failed_requests"] == 1
     summary = (out / "summary.md").read_text()
-    assert "Loads: 2 of 4 completed (h2 2), 1 of them degraded (failed_requests 1, replay_misses 0)." in summary
+    assert "Loads: 3 of 5 completed (h2 3), 1 of them degraded (failed_requests 1, replay_misses 0)." in summary
     assert "load 1: degraded: HTTP status 404: https://" in summary
     assert "load1.degraded,1" in (out / "results.csv").read_text()
     assert (out / "plots" / "cdf_plt_ms_samples.png").exists()
@@ -435,3 +441,13 @@ def test_capture_keeps_each_loads_dom_and_screenshot_in_the_run_directory(root, 
         assert load["text_bytes"] == len(CAPTURE_TEXT.encode())  # the body's text alone, not its script
         width, height, ratio = map(float, load["title"].replace("@", "x").split("x"))
         assert png_size(run / f"load{n}.png") == (round(width * ratio), round(height * ratio))
+
+
+def test_the_page_load_time_is_the_pages_own_not_the_wall_clocks(broken_pages):
+    """plt_ms is loadEventStart as the page's clock has it (the title says it), though the load handler ran 600
+    ms after it: a workload timing loads from outside would be that much off."""
+    browser, res, _ = broken_pages
+    load = res["loads"][4]
+    print(f"{browser}: {load}")
+    assert load["completed"] == 1 and load["title"].startswith("load "), load
+    assert abs(load["plt_ms"] - float(load["title"][5:])) <= 1.0, load
