@@ -236,7 +236,8 @@ class TooSlow(AssertionError):
     """A miss that other work on the machine can cause: a timing upper bound missed, or a sender, a receiver's
     socket or an emulated link that fell behind (each raise says which). `measured` takes such a measurement
     again only if an independent signal shows the machine was busy; a lower bound missed, or a packet lost, is
-    a failure at once."""
+    a failure at once, and so is a variance property (a CoV bound): taken again, a spread that a regression
+    brings back one run in three would pass."""
 
 
 # CPU pressure (PSI, Documentation/accounting/psi.rst): "some" is the share of wall time in which at least one

@@ -188,8 +188,10 @@ def test_constant_rate_loads_within_bounds_and_vary_5_percent_at_most(root, site
               f"min {min(plt):.0f}, max {max(plt):.0f}, CoV {100 * cov:.2f}%; lower bound {low:.0f} ms; "
               f"start-up median {statistics.median(l['startup_ms'] for l in loads):.0f} ms")
         assert min(plt) >= low
-        if max(plt) > 2 * low or cov > 0.05:
-            raise TooSlow(f"PLTs {plt}: above {2 * low:.0f} ms or CoV {cov:.3f} > 0.05")
+        if max(plt) > 2 * low:
+            raise TooSlow(f"PLTs {plt}: above {2 * low:.0f} ms")
+        # A variance property is never taken again: a spread that comes back one time in three would pass.
+        assert cov <= 0.05, f"PLTs {plt}: CoV {cov:.3f} > 0.05"
 
     measured(check)
 

@@ -605,23 +605,17 @@ def test_ten_deterministic_loads_run_the_same_scripts_the_same_way(root, tools, 
     own Content-Security-Policy allows only its own scripts: the injected one runs by the hash added to it), and
     their load times vary by 3% at most (the link, not the browser, sets them: about 220 KB at 1 Mbit/s)."""
     har = deterministic_har(public_tmp / "det.har")
-    attempt = []
-
-    def check():
-        attempt.append(1)
-        loads = replayed_loads(root, tools, public_tmp, f"det{len(attempt)}", har, ["--deterministic"], 10,
-                               ["tm-delay 20", "tm-link --uplink-rate 1mbit --downlink-rate 1mbit"])
-        assert all(l["completed"] == 1 and l["title"] == "deterministic 10" for l in loads), loads
-        assert len({l["dom_sha256"] for l in loads}) == 1, [l["dom_sha256"] for l in loads]
-        with open(public_tmp / f"out-det{len(attempt)}" / "runs" / os.listdir(public_tmp / f"out-det{len(attempt)}"
-                                                                             / "runs")[0] / loads[0]["dom_file"]) as f:
-            dom = f.read()
-        assert "Wed Mar 06 2019" in dom, dom  # new Date(): the recording's time
-        plt = [l["plt_ms"] for l in loads]
-        mean = sum(plt) / len(plt)
-        cov = (sum((p - mean) ** 2 for p in plt) / (len(plt) - 1)) ** 0.5 / mean
-        print(f"deterministic replay PLT: mean {mean:.0f} ms, CoV {100 * cov:.2f}%: {[round(p) for p in plt]}")
-        if cov > 0.03:
-            raise TooSlow(f"PLTs {plt}: CoV {cov:.3f} > 0.03")
-
-    measured(check)
+    loads = replayed_loads(root, tools, public_tmp, "det", har, ["--deterministic"], 10,
+                           ["tm-delay 20", "tm-link --uplink-rate 1mbit --downlink-rate 1mbit"])
+    assert all(l["completed"] == 1 and l["title"] == "deterministic 10" for l in loads), loads
+    assert len({l["dom_sha256"] for l in loads}) == 1, [l["dom_sha256"] for l in loads]
+    with open(public_tmp / "out-det" / "runs" / os.listdir(public_tmp / "out-det" / "runs")[0]
+              / loads[0]["dom_file"]) as f:
+        dom = f.read()
+    assert "Wed Mar 06 2019" in dom, dom  # new Date(): the recording's time
+    plt = [l["plt_ms"] for l in loads]
+    mean = sum(plt) / len(plt)
+    cov = (sum((p - mean) ** 2 for p in plt) / (len(plt) - 1)) ** 0.5 / mean
+    print(f"deterministic replay PLT: mean {mean:.0f} ms, CoV {100 * cov:.2f}%: {[round(p) for p in plt]}")
+    # A variance property is never taken again: a spread that comes back one time in three would pass.
+    assert cov <= 0.03, f"PLTs {plt}: CoV {cov:.3f} > 0.03"
