@@ -105,7 +105,7 @@ std::vector<Rates> ShellState::per_second(int n) const {
   return out;
 }
 
-void Monitor::adopt(pid_t pid, const std::string& path) {
+void Monitor::adopt(pid_t pid, const std::string& path, Nanos now) {
   try {
     Watched w{std::make_unique<LivePage>(path), {}};
     for (const auto& [other, seen] : watched_)  // a child that inherited the shell's descriptor: not a shell
@@ -113,17 +113,25 @@ void Monitor::adopt(pid_t pid, const std::string& path) {
     w.state.pid = pid;
     w.state.header = w.page->header();
     watched_.emplace(pid, std::move(w));
+    refused_.erase(pid);
   } catch (const std::exception&) {
-    refused_[pid] = true;  // gone meanwhile, or not ours to read: not an error for a viewer
+    refused_[pid] = now;  // not written yet, gone meanwhile, not ours to read: not an error for a viewer
   }
 }
 
 void Monitor::refresh() {
-  const std::map<pid_t, std::string> pages = find_live_pages();
+  refresh(find_live_pages(), monotonic_now());
+}
+
+void Monitor::refresh(const std::map<pid_t, std::string>& pages, Nanos now) {
   for (auto it = watched_.begin(); it != watched_.end();)
     it = pages.count(it->first) ? std::next(it) : watched_.erase(it);
-  for (const auto& [pid, path] : pages)
-    if (!watched_.count(pid) && !refused_.count(pid)) adopt(pid, path);
+  for (auto it = refused_.begin(); it != refused_.end();)  // a pid that comes back is another shell
+    it = pages.count(it->first) ? std::next(it) : refused_.erase(it);
+  for (const auto& [pid, path] : pages) {
+    const auto refused = refused_.find(pid);
+    if (!watched_.count(pid) && (refused == refused_.end() || now - refused->second >= kRetry)) adopt(pid, path, now);
+  }
   for (auto& [pid, w] : watched_) {
     Snapshot s;
     if (!w.page->read(s)) continue;

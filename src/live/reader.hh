@@ -57,8 +57,13 @@ class Monitor {
   static constexpr Nanos kHistory = 61 * 1000 * kMillisecond;
   static constexpr Nanos kRecent = 1000 * kMillisecond;
 
+  // A page that could not be read (not written yet, another user's) is tried again after this long.
+  static constexpr Nanos kRetry = 1000 * kMillisecond;
+
   // Finds new shells, reads every shell's snapshot, forgets the shells that are gone.
   void refresh();
+  // The same with PAGES found ({pid: its page's path}), at monotonic time NOW.
+  void refresh(const std::map<pid_t, std::string>& pages, Nanos now);
   // The shells in tree order: each followed by those it encloses, by pid.
   std::vector<const ShellState*> shells() const;
   // From now on shells() holds only the shell PID and those it encloses (0: every shell).
@@ -69,11 +74,11 @@ class Monitor {
     std::unique_ptr<LivePage> page;
     ShellState state;
   };
-  void adopt(pid_t pid, const std::string& path);
+  void adopt(pid_t pid, const std::string& path, Nanos now);
   void link_parents();
   std::map<pid_t, Watched> watched_;
-  std::map<pid_t, bool> refused_;
-  pid_t only_ = 0;  // pids whose fd was not a page we know: not looked at again
+  std::map<pid_t, Nanos> refused_;  // pids whose page could not be read, and when: tried again after kRetry
+  pid_t only_ = 0;
 };
 
 }  // namespace tracemod::live

@@ -1,6 +1,10 @@
 // The live counters: the page's sequence lock, the rates between snapshots, what queues add (a link's offered
 // capacity, drops by cause), and --meter's line.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
 
 #include "fake.hh"
 #include "link/link_queue.hh"
@@ -9,6 +13,7 @@
 #include "live/meter.hh"
 #include "live/page.hh"
 #include "live/rates.hh"
+#include "live/reader.hh"
 
 namespace tracemod {
 namespace {
@@ -42,6 +47,44 @@ TEST(LivePage, AReaderRefusesASnapshotBeingWritten) {
   page.seq.store(1);  // a writer in the middle of its copy
   live::Snapshot out{};
   EXPECT_FALSE(live::read_snapshot(page, out, 10));
+}
+
+// A page file as a shell's publisher writes it (VALID), or one whose header is not written yet.
+void write_page(const std::string& path, bool valid) {
+  live::Page page{};
+  if (valid) {
+    std::memcpy(page.header.magic, live::kMagic, sizeof page.header.magic);
+    page.header.version = live::kVersion;
+    page.header.size = sizeof(live::Page);
+    page.header.pid = getpid();
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(&page), sizeof page);
+}
+
+// Found refusing a shell for good when its page was looked at before the shell wrote it (and a later shell
+// that reused the pid).
+TEST(LiveMonitor, APageNotWrittenYetIsReadOnceItIsAndAReusedPidIsAnotherShell) {
+  fake::TempDir dir;
+  const std::string path = dir.path() + "/page";
+  const std::map<pid_t, std::string> pages = {{getpid(), path}};
+  write_page(path, false);
+  live::Monitor monitor;
+  monitor.refresh(pages, 0);
+  EXPECT_TRUE(monitor.shells().empty());
+  write_page(path, true);
+  monitor.refresh(pages, live::Monitor::kRetry / 2);  // not tried again at every refresh (another user's page)
+  EXPECT_TRUE(monitor.shells().empty());
+  monitor.refresh(pages, live::Monitor::kRetry);
+  ASSERT_EQ(monitor.shells().size(), 1u);
+  EXPECT_EQ(monitor.shells()[0]->pid, getpid());
+
+  monitor.refresh({}, 2 * live::Monitor::kRetry);  // the shell ended; the pid is refused, then reused
+  write_page(path, false);
+  monitor.refresh(pages, 2 * live::Monitor::kRetry);
+  monitor.refresh({}, 2 * live::Monitor::kRetry);
+  write_page(path, true);
+  monitor.refresh(pages, 2 * live::Monitor::kRetry);
+  EXPECT_EQ(monitor.shells().size(), 1u);
 }
 
 TEST(LiveRates, RatesAndTheMeanDelayOfTheFramesSentInBetween) {
