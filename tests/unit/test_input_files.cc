@@ -8,7 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/link_log_reader.hh"
+#include "channel/distribution.hh"
 #include "fake.hh"
+#include "link/trace.hh"
+#include "modulate/schedule.hh"
+#include "queues/onoff_queue.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 
@@ -99,6 +104,46 @@ TEST(LineReader, OnlyARegularFileIsOpened) {
     ADD_FAILURE() << "opened";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), fifo + ": not a regular file (give a HAR file)");
+  }
+}
+
+// Each reader of the user's text files, by the error it throws for PATH ("" if it reads it).
+std::string reader_error(int reader, const std::string& path) {
+  try {
+    switch (reader) {
+      case 0:
+        DeliveryTrace::load(path);
+        break;
+      case 1:
+        modulate::Schedule::load(path);
+        break;
+      case 2:
+        read_samples(path);
+        break;
+      case 3:
+        FileOnOff::load(path);
+        break;
+      default: {
+        LineReader in(path);
+        read_link_log(in, 500 * kMillisecond);
+      }
+    }
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A sparse 2 GiB of NULs: read whole, it would take the memory the reader is limited to here.
+TEST(LineReader, EveryTextReaderRefusesAGiganticLineAndAFifo) {
+  fake::TempDir dir;
+  const std::string nul = dir / "nul", fifo = dir / "fifo";
+  std::ofstream{nul}.close();
+  ASSERT_EQ(truncate(nul.c_str(), 2LL << 30), 0);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  for (int reader = 0; reader < 5; ++reader) {
+    EXPECT_EQ(reader_error(reader, nul), nul + ":1: a line of more than 1048575 bytes") << "reader " << reader;
+    EXPECT_EQ(reader_error(reader, fifo), fifo + ": not a regular file (a FIFO)") << "reader " << reader;
   }
 }
 
