@@ -231,6 +231,7 @@ def state(directory):
 def inputs(d):
     """The files the overwriting cases name, in D."""
     raw_file(d / "rec.raw", record_header(), arrival(0, 100), arrival(1, 101))
+    os.link(d / "rec.raw", d / "r.delay")
     raw_file(d / "probe.raw", probe_header())
     (d / "s.sched").write_text("1s delay=10ms rate=10mbit\n")
     os.link(d / "s.sched", d / "hard.sched")  # one file, two names
@@ -242,7 +243,9 @@ def inputs(d):
 TRACE = "{traces}/constant-12mbit"
 OVERWRITES = {
     "record distill over its record": ("tm-record", ["distill", "-o", "{d}/rec.raw", "{d}/rec.raw"],
-                                       "the trace '{d}/rec.raw' names the raw record: the output would overwrite it"),
+                                       "the trace (-o PREFIX) '{d}/rec.raw' names the raw record: the output would overwrite it"),
+    "record distill series over a hard link": ("tm-record", ["distill", "-o", "{d}/r", "{d}/rec.raw"],
+                                               "the delay series (PREFIX.delay) '{d}/r.delay' names the raw record"),
     "probe distill over its record": ("tm-probe", ["distill", "-o", "{d}/probe.raw", "{d}/probe.raw"],
                                       "-o '{d}/probe.raw' names the raw record: the output would overwrite it"),
     "modulate log over its schedule": ("tm-modulate", ["--log", "{d}/s.sched", "{d}/s.sched"],
