@@ -1,7 +1,6 @@
 #include "analysis/link_log_reader.hh"
 
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -218,13 +217,11 @@ double LinkLogStats::delay_ms(double q) const {
   return static_cast<double>(delays_.quantile(q)) / 1000.0;
 }
 
-LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_width) {
-  LinkLogParser parser(name);
+LinkLogStats read_link_log(LineReader& in, Nanos bin_width) {
+  LinkLogParser parser(in.name());
   LinkLogStats stats(bin_width);
   LogEvent event;
-  std::string line;
-  errno = 0;  // so that a read error names its own cause
-  while (std::getline(in, line)) {
+  for (std::string_view line; in.next(line);) {
     if (!parser.parse(line, event)) continue;
     try {
       stats.add(event, parser.base());
@@ -232,7 +229,7 @@ LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_
       parser.fail(e.what());
     }
   }
-  if (in.bad()) throw UsageError(name + ": read error" + (errno ? std::string(": ") + std::strerror(errno) : ""));
+  const std::string& name = in.name();
   if (parser.line_number() == 0) throw UsageError(name + ": empty log");
   if (stats.events() == 0) throw UsageError(name + ": no events, only header lines");
   if (stats.last() == stats.first())

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <istream>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +17,7 @@
 
 #include "util/clock.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod {
 
@@ -109,10 +109,9 @@ class LinkLogStats {
   Nanos first_ = 0, last_ = 0;
 };
 
-// Reads a whole log from IN (NAME stands for it in errors) with bins BIN_WIDTH wide. Throws
-// UsageError("NAME:LINE: ...") for a bad line, UsageError("NAME: ...") for a log without events or that
-// spans no time.
-LinkLogStats read_link_log(std::istream& in, const std::string& name, Nanos bin_width);
+// Reads a whole log from IN with bins BIN_WIDTH wide. Throws UsageError("NAME:LINE: ...") for a bad line (or one
+// too long: LineReader), UsageError("NAME: ...") for a log without events or that spans no time.
+LinkLogStats read_link_log(LineReader& in, Nanos bin_width);
 
 // The report, mm-throughput-graph's first three lines then ours:
 //   Average capacity: 12.00 Mbits/s

@@ -67,12 +67,16 @@ std::string LinkCapture::drops_path(const std::string& path) {
   return extension ? path.substr(0, dot) + ".drops" + path.substr(dot) : path + ".drops";
 }
 
-LinkCapture::LinkCapture(const Options& o) : snaplen_(o.snaplen) {
+void LinkCapture::check(const Options& o) {
   if (!o.both.empty() && (!o.uplink.empty() || !o.downlink.empty()))
     throw UsageError(std::string("--pcap and --") + (o.uplink.empty() ? "downlink" : "uplink") +
                      "-pcap both capture the " + (o.uplink.empty() ? "downlink" : "uplink") + ": give one of them");
   if (!o.uplink.empty() && o.uplink == o.downlink)
     throw UsageError("--uplink-pcap and --downlink-pcap name the same file: use --pcap FILE for both directions");
+}
+
+LinkCapture::LinkCapture(const Options& o) : snaplen_(o.snaplen) {
+  check(o);
   try {
     if (!o.both.empty()) add_file("--pcap", o.both, {0, 1});
     if (!o.uplink.empty()) add_file("--uplink-pcap", o.uplink, {0});

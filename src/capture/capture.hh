@@ -54,8 +54,10 @@ class LinkCapture final : public FerryObserver {
     std::string both, uplink, downlink;  // paths as given; empty: not captured
     uint32_t snaplen = kDefaultSnaplen;  // 0: whole frames
   };
+  // Throws UsageError naming the options of a bad combination (a direction captured twice).
+  static void check(const Options& o);
   // Creates the files now, as the calling user, before any namespace is entered. Throws UsageError naming
-  // the option for a bad combination or a file that cannot be created.
+  // the option for a bad combination (check) or a file that cannot be created.
   explicit LinkCapture(const Options& o);
   ~LinkCapture();
   LinkCapture(const LinkCapture&) = delete;

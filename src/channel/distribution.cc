@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <boost/math/special_functions/erf.hpp>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <numeric>
 #include <sstream>
 
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 #include "util/parse.hh"
 
 namespace tracemod {
@@ -217,22 +215,18 @@ Distribution parse_distribution(const std::string& option, const std::string& te
 }
 
 std::vector<double> read_samples(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open the distribution file (" + std::strerror(errno) + ")");
+  LineReader in(path);
   std::vector<double> samples;
-  std::string line, word;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    std::istringstream words(line.substr(0, line.find('#')));
+  std::string word;
+  for (std::string_view line; in.next(line);) {
+    std::istringstream words(std::string(line.substr(0, line.find('#'))));
     while (words >> word) {
       double x = 0;
-      if (!parse_double(word, x))
-        throw UsageError(path + ":" + std::to_string(number) + ": " + quote_text(word) + " is not a number");
-      if (samples.size() == kMaxSamples)
-        throw UsageError(path + ":" + std::to_string(number) + ": more than 10000000 samples");
+      if (!parse_double(word, x)) in.fail(quote_text(word) + " is not a number");
+      if (samples.size() == kMaxSamples) in.fail("more than 10000000 samples");
       samples.push_back(x);
     }
   }
-  if (in.bad()) throw UsageError(path + ": cannot read the distribution file");
   if (samples.size() < 2) throw UsageError(path + ": fewer than two samples");
   if (std::all_of(samples.begin(), samples.end(), [&](double x) { return x == samples[0]; }))
     throw UsageError(path + ": all samples are equal: no spread to draw from");

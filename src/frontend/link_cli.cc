@@ -1,8 +1,5 @@
 #include "frontend/link_cli.hh"
 
-#include <sys/stat.h>
-
-#include <cstdlib>
 #include <utility>
 
 #include "config.h"
@@ -46,17 +43,6 @@ std::unique_ptr<LinkQueue> make_link(LinkDirection& d, bool once, Nanos start, B
     source = std::make_unique<ConstantRate>(d.rate);
   const Nanos end = once && d.trace ? static_cast<Nanos>(d.trace->period_ms()) * kMillisecond : kNever;
   return std::make_unique<LinkQueue>(std::move(source), start, end, std::move(d.discipline), pool, d.log);
-}
-
-std::string file_key(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-  char* real = ::realpath(dir.c_str(), nullptr);
-  const std::string key = "name " + (real ? std::string(real) : dir) + "/" + path.substr(slash + 1);
-  std::free(real);
-  return key;
 }
 
 }  // namespace tracemod

@@ -35,8 +35,5 @@ void write_link_header(const LinkDirection& d, const std::string& tool, const Sh
                        Nanos start);
 // The link, from START; with ONCE a trace ends the link after one period. Takes D's discipline.
 std::unique_ptr<LinkQueue> make_link(LinkDirection& d, bool once, Nanos start, BufferPool& pool);
-// What tells two names of one file apart from two files: its device and inode if it exists, else the canonical
-// name its directory gives it (a log not yet written).
-std::string file_key(const std::string& path);
 
 }  // namespace tracemod

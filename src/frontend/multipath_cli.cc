@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "channel/loss_model.hh"
@@ -84,21 +83,6 @@ std::unique_ptr<PacketQueue> make_direction(PathDirection& p, bool once, Nanos s
   return std::make_unique<SeriesQueue>(std::move(stages));
 }
 
-// Refuses a log file named twice, or naming a trace: one of them would be lost or overwritten.
-void check_files(const std::vector<std::array<PathDirection, 2>>& paths) {
-  std::set<std::string> traces, logs;
-  for (const auto& path : paths)
-    for (const PathDirection& d : path)
-      if (d.link.trace) traces.insert(file_key(d.link.source));
-  for (const auto& path : paths)
-    for (const PathDirection& d : path) {
-      if (!d.link.log) continue;
-      const std::string key = file_key(d.link.log->path());
-      if (traces.count(key) || !logs.insert(key).second)
-        throw UsageError(d.link.name + "'s log '" + d.link.log->path() + "' names a trace or another log");
-    }
-}
-
 // One direction's withdrawals under notice=NOTICE: none on a constant rate, which never stops.
 NoticeWindows notice_windows(const LinkDirection& d, Nanos notice, bool once) {
   NoticeWindows w(notice, d.trace ? d.trace->period_ms() : 0, once);
@@ -119,6 +103,19 @@ void read_notice(const KeyValues& kv, size_t path, const std::array<PathDirectio
 
 }  // namespace
 
+std::vector<NamedFile> path_files(const std::vector<std::string>& specs) {
+  std::vector<NamedFile> files;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const KeyValues kv("--path " + std::to_string(i + 1), "a path", specs[i], kKeys);
+    for (const std::string key : {"trace", "up-trace", "down-trace"})
+      if (const std::string* t = kv.find(key); t && !t->empty())
+        files.push_back({"the trace of " + kv.name(key), DeliveryTrace::find(*t)});
+    for (const std::string key : {"up-log", "down-log"})
+      if (const std::string* log = kv.find(key); log && !log->empty()) files.push_back({kv.name(key), *log, true});
+  }
+  return files;
+}
+
 std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& shell) {
   auto paths = std::make_shared<std::vector<std::array<PathDirection, 2>>>(o.specs.size());
   for (size_t i = 0; i < o.specs.size(); ++i) {
@@ -126,7 +123,6 @@ std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& sh
     for (int d : {Ferry::kUplink, Ferry::kDownlink}) (*paths)[i][d] = read_direction(kv, i, d, o);
     read_notice(kv, i, (*paths)[i], o.once, shell);
   }
-  check_files(*paths);
   for (const auto& path : *paths)  // what a full disk keeps from a log is reported at exit, as tm-link's
     for (const PathDirection& d : path)
       if (d.link.log) shell.logs.push_back(d.link.log->file());

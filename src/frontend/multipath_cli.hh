@@ -30,6 +30,8 @@ struct MultipathOptions {
   LinkLog::Format log_format = LinkLog::Format::kTracemod;
 };
 
+// The traces and logs SPECS name (--path's up-log=... against every path's trace=...), for check_outputs.
+std::vector<NamedFile> path_files(const std::vector<std::string>& specs);
 // The queue factory of each path; registers its logs in SHELL. Throws UsageError naming the --path (and key) at
 // fault.
 std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& shell);

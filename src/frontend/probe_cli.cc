@@ -7,6 +7,7 @@
 #include "probe/distill.hh"
 #include "probe/prober.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 #include "util/parse.hh"
 
 namespace tracemod::probe {
@@ -110,7 +111,9 @@ int distill(const std::vector<std::string>& args) {
   c.step = duration(vm, "step", c.step, 1 * kMillisecond);
   if (c.window < c.step) throw UsageError("--window must be at least one --step");
   c.mean = vm.count("mean") > 0;
-  std::cout << distill_file(raw, vm.count("output") ? get(vm, "output") : default_schedule_path(raw), c) << "\n";
+  const std::string out = vm.count("output") ? get(vm, "output") : default_schedule_path(raw);
+  check_outputs({{"the raw record", raw}, {vm.count("output") ? "-o" : "the schedule", out, true}});
+  std::cout << distill_file(raw, out, c) << "\n";
   return 0;
 }
 

@@ -2,12 +2,12 @@
 #include "frontend/record_cli.hh"
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "link/trace.hh"
 #include "record/raw_record.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 #include "util/parse.hh"
 
 namespace tracemod::record {
@@ -35,19 +35,34 @@ std::string get(const po::variables_map& vm, const char* name) {
   return vm.count(name) ? vm[name].as<std::string>() : std::string();
 }
 
+// The first line of PATH, read as every text file is (a regular file, a line of at most a MiB).
+std::string read_token(const std::string& path) {
+  try {
+    LineReader in(path);
+    std::string_view line;
+    return in.next(line) ? std::string(line) : std::string();
+  } catch (const UsageError& e) {
+    const std::string why = e.what(), named = path + ":";
+    throw UsageError("invalid --token-file '" + path + "'" +
+                     (why.rfind(named, 0) == 0 ? why.substr(path.size()) : ": " + why));
+  }
+}
+
 void fill_common(const po::variables_map& vm, CommonConfig& c) {
   if (vm.count("token") && vm.count("token-file"))
     throw UsageError("--token and --token-file exclude each other: give the secret one way");
   c.token = get(vm, "token");
-  if (vm.count("token-file")) {
-    std::ifstream f(get(vm, "token-file"));
-    if (!f) throw UsageError("invalid --token-file '" + get(vm, "token-file") + "': cannot read it");
-    std::getline(f, c.token);
-  }
+  if (vm.count("token-file")) c.token = read_token(get(vm, "token-file"));
   if (c.token.empty() && std::getenv("TM_RECORD_TOKEN")) c.token = std::getenv("TM_RECORD_TOKEN");
   if (c.token.empty())
     throw UsageError("missing --token (or --token-file, TM_RECORD_TOKEN): server and client must share a secret");
   if (vm.count("output")) c.output = get(vm, "output");
+  if (vm.count("token-file")) {  // a recording over the secret (a server's later sessions add "-N" to PREFIX)
+    std::vector<NamedFile> files = {{"--token-file", get(vm, "token-file")}};
+    for (const char* suffix : {".up", ".down", ".up.raw", ".down.raw"})
+      files.push_back({"the recording", c.output + suffix, true});
+    check_outputs(files);
+  }
   c.data_dev = get(vm, "data-dev");
   c.feedback_dev = get(vm, "feedback-dev");
   c.max_rate_bps = vm.count("max-rate") ? max_rate("--max-rate", get(vm, "max-rate")) : 100000000;

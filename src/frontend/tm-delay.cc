@@ -35,11 +35,15 @@ double read_correlation(const std::string& option, const std::string& text) {
   return rho;
 }
 
+bool is_named_distribution(const std::string& name) {
+  return name == "uniform" || name == "normal" || name == "pareto" || name == "paretonormal";
+}
+
 Jitter read_jitter(const po::variables_map& vm, const std::string& dir) {
   const std::string jitter = direction_option(vm, dir, "jitter"), dist = direction_option(vm, dir, "distribution");
   const std::string corr = direction_option(vm, dir, "correlation"), reorder = direction_option(vm, dir, "reorder");
   const std::string name = dist.empty() ? "uniform" : value_of(vm, dist);
-  const bool named = name == "uniform" || name == "normal" || name == "pareto" || name == "paretonormal";
+  const bool named = is_named_distribution(name);
   Jitter j;
   if (jitter.empty() && (named || dist.empty())) {  // a FILE of samples brings its own spread
     // An option for both directions is fine where the other direction has jitter (checked in configure).
@@ -89,6 +93,16 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   };
 }
 
+// The distribution files read (a name such as normal is none), so that no capture overwrites one.
+std::vector<NamedFile> files(const po::variables_map& vm) {
+  std::vector<NamedFile> files;
+  for (const std::string option : {"distribution", "uplink-distribution", "downlink-distribution"}) {
+    const std::string name = option_text(vm, option);
+    if (!name.empty() && !is_named_distribution(name)) files.push_back({"the samples of --" + option, name});
+  }
+  return files;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,5 +123,6 @@ int main(int argc, char** argv) {
   add_seed_option(tool.options, "the jitter");
   tool.positional.add("delay", 1);
   tool.configure = configure;
+  tool.files = files;
   return run_tool(argc, argv, tool);
 }

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <vector>
 
@@ -74,13 +73,22 @@ bool parse_options(int argc, char** argv, Options& o) {
 }
 
 LinkLogStats read_log(const std::string& log, Nanos bin) {
-  if (log == "-") return read_link_log(std::cin, "standard input", bin);
-  std::vector<char> buffer(1 << 20);
-  std::ifstream in;
-  in.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-  in.open(log);
-  if (!in) throw UsageError(log + ": cannot open: " + std::strerror(errno));
-  return read_link_log(in, log, bin);
+  if (log == "-") {
+    LineReader in(STDIN_FILENO, "standard input");
+    return read_link_log(in, bin);
+  }
+  LineReader in(log);
+  return read_link_log(in, bin);
+}
+
+// Refuses a picture that would be drawn over a LOG, or over the other picture, before anything is read.
+void check_files(const Options& o) {
+  std::vector<NamedFile> files;
+  for (const std::string& log : o.logs)
+    if (log != "-") files.push_back({"the log '" + log + "'", log});
+  if (!o.svg.empty()) files.push_back({"--svg", o.svg, true});
+  if (!o.png.empty()) files.push_back({"--png", o.png, true});
+  check_outputs(files);
 }
 
 // One summary per log; with several, each under a line naming it.
@@ -131,6 +139,7 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<LinkLogStats> stats;
+    check_files(o);
     for (const std::string& log : o.logs) stats.push_back(read_log(log, o.bin));
     std::cout << summaries(stats, o) << std::flush;
     if (!o.svg.empty()) draw(stats, o, PlotFormat::kSvg, o.svg);

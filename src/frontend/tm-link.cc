@@ -42,29 +42,19 @@ void check_shared_medium(const po::variables_map& vm) {
     throw UsageError("--shared-medium: the shared link's queue is --uplink-queue; --downlink-queue has no meaning");
 }
 
-// Refuses a log that another log or a trace of the command line also names: both directions would write one
-// file (one of them lost), or the log would overwrite a trace before it is read.
-void check_log_files(const po::variables_map& vm) {
-  struct File {
-    std::string key, named, why;
-  };
-  std::vector<File> files;
-  for (const char* dir : {"uplink", "downlink"})
-    if (const std::string trace = option_text(vm, std::string(dir) + "-trace"); !trace.empty())
-      files.push_back({file_key(DeliveryTrace::find(trace)), std::string("names the ") + dir + " trace",
-                       "the log would overwrite it"});
-  for (const char* dir : {"uplink", "downlink"}) {
-    const std::string option = std::string("--") + dir + "-log", log = option_text(vm, option.substr(2));
-    if (log.empty()) continue;
-    const std::string key = file_key(log);
-    for (const File& f : files)
-      if (f.key == key) throw UsageError(option + " '" + log + "' " + f.named + ": " + f.why);
-    files.push_back({key, "names the same file as " + option, "each direction needs a log of its own"});
-  }
+// The traces read and the logs written (check_outputs: no log over a trace or the other log).
+std::vector<NamedFile> files(const po::variables_map& vm) {
+  std::vector<NamedFile> files;
+  for (const std::string dir : {"uplink", "downlink"})
+    if (const std::string trace = option_text(vm, dir + "-trace"); !trace.empty())
+      files.push_back({"the " + dir + " trace", DeliveryTrace::find(trace)});
+  for (const std::string dir : {"uplink", "downlink"})
+    if (const std::string log = option_text(vm, dir + "-log"); !log.empty())
+      files.push_back({"--" + dir + "-log", log, true});
+  return files;
 }
 
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
-  check_log_files(vm);
   const uint64_t seed = read_seed(vm);
   const LinkLog::Format format = read_log_format(option_text(vm, "log-format"));
   const bool shared = vm.count("shared-medium") > 0;
@@ -134,5 +124,6 @@ int main(int argc, char** argv) {
   add_seed_option(tool.options, "the random drops of pie and red");
   tool.positional.add("uplink-trace", 1).add("downlink-trace", 1);
   tool.configure = configure;
+  tool.files = files;
   return run_tool(argc, argv, tool);
 }

@@ -40,6 +40,17 @@ std::array<std::shared_ptr<const Schedule>, 2> read_schedules(const po::variable
   return {load(up), load(down)};
 }
 
+// The schedules read and the log written (check_outputs: no log over a schedule).
+std::vector<NamedFile> files(const po::variables_map& vm) {
+  std::vector<NamedFile> files;
+  for (const std::string option : {"schedule", "uplink", "downlink"})
+    if (const std::string name = option_text(vm, option); !name.empty())
+      files.push_back(
+          {option == "schedule" ? "the schedule" : "the " + option + "'s schedule", DeliveryTrace::find(name)});
+  if (const std::string log = option_text(vm, "log"); !log.empty()) files.push_back({"--log", log, true});
+  return files;
+}
+
 std::vector<std::string> log_header(const std::array<std::shared_ptr<const Schedule>, 2>& schedules,
                                     const ShellOptions& shell, const std::string& path, uint64_t seed, bool shared) {
   const std::string names =
@@ -100,5 +111,6 @@ int main(int argc, char** argv) {
   add_seed_option(tool.options, "the random losses");
   tool.positional.add("schedule", 1);
   tool.configure = configure;
+  tool.files = files;
   return run_tool(argc, argv, tool);
 }

@@ -53,5 +53,8 @@ int main(int argc, char** argv) {
       ("once", "stop at the end of a path's trace instead of looping (the command is then stopped)");
   add_seed_option(tool.options, "each path's loss and the random drops of pie and red");
   tool.configure_paths = configure;
+  tool.files = [](const po::variables_map& vm) {
+    return path_files(vm.count("path") ? vm["path"].as<std::vector<std::string>>() : std::vector<std::string>());
+  };
   return run_tool(argc, argv, tool);
 }

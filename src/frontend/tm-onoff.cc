@@ -102,6 +102,15 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   };
 }
 
+// The schedules read, so that no capture overwrites one (check_outputs).
+std::vector<NamedFile> files(const po::variables_map& vm) {
+  std::vector<NamedFile> files;
+  for (const std::string option : {"schedule", "uplink-schedule", "downlink-schedule"})
+    if (const std::string path = option_text(vm, option); !path.empty())
+      files.push_back({"the schedule of --" + option, path});
+  return files;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,5 +137,6 @@ int main(int argc, char** argv) {
   add_seed_option(tool.options, "the on and off times");
   tool.positional.add("direction", 1).add("mean-on", 1).add("mean-off", 1);
   tool.configure = configure;
+  tool.files = files;
   return run_tool(argc, argv, tool);
 }

@@ -38,7 +38,7 @@ void hand_to_invoking_user(const fs::path& dir, bool made) {
 std::string recording_directory(const po::variables_map& vm) {
   const std::string given = option_text(vm, "dir");
   if (given.empty()) throw UsageError("missing DIR: give the directory to record into");
-  const fs::path dir = fs::absolute(given);
+  const fs::path dir = absolute_path("DIR", given);
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw UsageError(given + ": not a directory");
   const bool made = !fs::exists(dir, ec);
@@ -54,22 +54,27 @@ std::string recording_directory(const po::variables_map& vm) {
   return dir.string();
 }
 
+// --upstream-ca's FILE made absolute (the recorder starts elsewhere), a regular file of CA certificates, or "".
+std::string read_upstream_ca(const po::variables_map& vm) {
+  if (!vm.count("upstream-ca")) return "";
+  const std::string given = option_text(vm, "upstream-ca");
+  if (given.empty()) throw UsageError("--upstream-ca: give a file of CA certificates (PEM), not ''");
+  const std::string path = absolute_path("--upstream-ca", given);
+  try {
+    open_regular(given);  // a FIFO would hang OpenSSL's read of it
+    webrecord::check_upstream_ca(path);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--upstream-ca ") + e.what());
+  }
+  return path;
+}
+
 QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   if (!shell.outside.command.empty())
     throw UsageError("--outside: tm-webrecord runs its recorder there; nest the shell instead");
   const bool insecure = vm.count("insecure-upstream") && vm["insecure-upstream"].as<bool>();
-  std::string upstream_ca;
-  if (vm.count("upstream-ca")) {
-    upstream_ca = fs::absolute(option_text(vm, "upstream-ca")).string();
-    if (::access(upstream_ca.c_str(), R_OK) < 0)
-      throw UsageError("--upstream-ca " + option_text(vm, "upstream-ca") + ": " + std::strerror(errno));
-    if (insecure) throw UsageError("--upstream-ca and --insecure-upstream: give one of them");
-    try {
-      webrecord::check_upstream_ca(upstream_ca);
-    } catch (const Error& e) {
-      throw UsageError(std::string("--upstream-ca ") + e.what());
-    }
-  }
+  const std::string upstream_ca = read_upstream_ca(vm);
+  if (!upstream_ca.empty() && insecure) throw UsageError("--upstream-ca and --insecure-upstream: give one of them");
   const std::string dir = recording_directory(vm);
   shell.outside.argv = {own_executable(), "--proxy", dir};
   if (!upstream_ca.empty()) shell.outside.argv.insert(shell.outside.argv.end(), {"--upstream-ca", upstream_ca});
@@ -94,6 +99,10 @@ void describe(Tool& tool) {
       ("insecure-upstream", po::bool_switch(), "do not check the origins' certificates at all");
   tool.positional.add("dir", 1);
   tool.configure = configure;
+  tool.files = [](const po::variables_map& vm) {  // the origins' CA, which a capture must not overwrite
+    const std::string ca = option_text(vm, "upstream-ca");
+    return ca.empty() ? std::vector<NamedFile>{} : std::vector<NamedFile>{{"--upstream-ca", ca}};
+  };
 }
 
 // The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--verbose]`, which the

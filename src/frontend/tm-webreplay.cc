@@ -32,7 +32,7 @@ constexpr Nanos kServerReadyWait = 120000 * kMillisecond;  // encoding a large H
 // for another's (Mahimahi's, which reads every file of its directory as a record, or a HAR file), one CA per
 // user, made on first use, rather than a file written into the recording.
 std::string default_ca_dir(const std::string& recording, const Identity& id) {
-  const fs::path p = fs::absolute(recording);
+  const fs::path p = absolute_path("RECORDING", recording);
   std::error_code ec;
   if (fs::is_directory(p, ec) && fs::exists(p / "ca.pem", ec)) return p.string();
   const char* state = id.change ? nullptr : std::getenv("XDG_STATE_HOME");
@@ -48,7 +48,7 @@ std::string ca_directory(const po::variables_map& vm, const std::string& recordi
   const Identity id = command_identity();
   const bool given = vm.count("ca-dir") > 0;
   if (given && option_text(vm, "ca-dir").empty()) throw UsageError("--ca-dir: give a directory, not ''");
-  const std::string dir = given ? fs::absolute(option_text(vm, "ca-dir")).string() : default_ca_dir(recording, id);
+  const std::string dir = given ? absolute_path("--ca-dir", option_text(vm, "ca-dir")) : default_ca_dir(recording, id);
   try {
     const FilesAs as_user(id);
     webserve::CertificateAuthority::load_or_create(dir);
@@ -116,7 +116,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   std::string path;
   {
     web::Recording recording = read_recording(vm, shell.tool);  // freed once its snapshot is written
-    path = fs::absolute(recording.path).string();
+    path = absolute_path("RECORDING", recording.path);
     exchanges = recording.exchanges.size();
     shell.far_addresses = far_addresses(recording);
     file = snapshot(recording);
@@ -159,6 +159,9 @@ void describe(Tool& tool) {
       ("seed", text_value("N"), "seed of --deterministic's randomness (default: the recording's time)");
   tool.positional.add("recording", 1);
   tool.configure = configure;
+  tool.files = [](const po::variables_map& vm) {  // a HAR file a capture must not overwrite
+    return std::vector<NamedFile>{{"the recording", option_text(vm, "recording")}};
+  };
 }
 
 // The far side, `tm-webreplay --serve --ca-dir DIR [--ready-fd N] [OPTIONS]`, which the shell starts in its parent

@@ -3,9 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <cctype>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <utility>
@@ -58,18 +59,38 @@ OutsideOptions outside_options(const po::variables_map& vm) {
   return o;
 }
 
-// The capture files, created now (before any namespace, as the invoking user), or null without --pcap.
-std::shared_ptr<LinkCapture> open_capture(const po::variables_map& vm) {
-  auto get = [&](const char* name) { return vm.count(name) ? vm[name].as<std::string>() : std::string(); };
+// The capture options, checked (a direction captured twice...), or none given.
+LinkCapture::Options capture_options(const po::variables_map& vm) {
   LinkCapture::Options o;
-  o.both = get("pcap");
-  o.uplink = get("uplink-pcap");
-  o.downlink = get("downlink-pcap");
+  o.both = option_text(vm, "pcap");
+  o.uplink = option_text(vm, "uplink-pcap");
+  o.downlink = option_text(vm, "downlink-pcap");
   const bool any = !(o.both.empty() && o.uplink.empty() && o.downlink.empty());
-  if (const std::string snap = get("pcap-snaplen"); !snap.empty()) {
+  if (const std::string snap = option_text(vm, "pcap-snaplen"); !snap.empty()) {
     if (!any) throw UsageError("--pcap-snaplen needs --pcap, --uplink-pcap or --downlink-pcap");
     o.snaplen = static_cast<uint32_t>(parse_bytes("--pcap-snaplen", snap, 0, LinkCapture::kMaxSnaplen));
   }
+  LinkCapture::check(o);
+  return o;
+}
+
+// The files of the command line: the captures' (each with its drops file), then the tool's own.
+std::vector<NamedFile> command_files(const Tool& tool, const po::variables_map& vm, const LinkCapture::Options& o) {
+  std::vector<NamedFile> files;
+  for (const auto& [option, path] :
+       {std::pair{"--pcap", o.both}, {"--uplink-pcap", o.uplink}, {"--downlink-pcap", o.downlink}}) {
+    if (path.empty()) continue;
+    files.push_back({option, path, true});
+    files.push_back({std::string(option) + "'s drops file", LinkCapture::drops_path(path), true});
+  }
+  if (tool.files)
+    for (NamedFile& f : tool.files(vm)) files.push_back(std::move(f));
+  return files;
+}
+
+// The capture files, created now (before any namespace, as the invoking user), or null without --pcap.
+std::shared_ptr<LinkCapture> open_capture(const LinkCapture::Options& o) {
+  const bool any = !(o.both.empty() && o.uplink.empty() && o.downlink.empty());
   return any ? std::make_shared<LinkCapture>(o) : nullptr;
 }
 
@@ -162,6 +183,14 @@ std::string option_text(const po::variables_map& vm, const std::string& name) {
   return vm.count(name) ? vm[name].as<std::string>() : std::string();
 }
 
+std::string absolute_path(const std::string& named, const std::string& path) {
+  if (path.empty()) throw UsageError(named + ": give a path, not ''");
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) throw UsageError(named + " '" + path + "': cannot make it absolute: " + ec.message());
+  return p.string();
+}
+
 std::string own_executable() {
   char path[4096];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
@@ -228,12 +257,17 @@ int run_tool(int argc, char** argv, Tool& tool) {
     shell.verbose = vm.count("verbose") > 0;
     shell.meter = vm.count("meter") > 0;
     shell.outside = outside_options(vm);
+    const LinkCapture::Options capture = capture_options(vm);
+    check_outputs(command_files(tool, vm, capture));
     queues = tool.configure_paths ? tool.configure_paths(vm, shell) : std::vector{tool.configure(vm, shell)};
-    shell.capture = open_capture(vm);
+    shell.capture = open_capture(capture);
   } catch (const po::error& e) {
     return usage_error(tool, e.what());
   } catch (const UsageError& e) {
     return usage_error(tool, e.what());
+  } catch (const std::exception& e) {  // not the user's doing, yet said in a line rather than an abort
+    std::cerr << tool.name << ": " << e.what() << "\n";
+    return 1;
   }
   try {
     return report_losses(tool, shell, run_shell(shell, queues));

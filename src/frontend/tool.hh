@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "shell/shell_runner.hh"
-#include "util/parse.hh"  // the value parsers every tool uses
+#include "util/file_descriptor.hh"  // NamedFile
+#include "util/parse.hh"            // the value parsers every tool uses
 
 namespace tracemod {
 
@@ -25,6 +26,9 @@ struct Tool {
   std::function<QueueFactory(const po::variables_map&, ShellOptions&)> configure;
   // Instead of configure, for a shell with several paths (tm-multipath): a factory per path.
   std::function<std::vector<QueueFactory>(const po::variables_map&, ShellOptions&)> configure_paths;
+  // The files the command line names, inputs and outputs (traces, schedules, logs), if any: checked with the
+  // captures' (check_outputs) before configure opens any of them.
+  std::function<std::vector<NamedFile>(const po::variables_map&)> files;
 };
 
 // Parses ARGV, runs the shell, and returns the process exit status: the command's, or 2 for bad usage and
@@ -41,6 +45,9 @@ std::string option_text(const po::variables_map& vm, const std::string& name);
 uint64_t read_seed(const po::variables_map& vm);
 // Declares the --seed that read_seed reads; WHAT says what it seeds ("the jitter").
 void add_seed_option(po::options_description& options, const std::string& what);
+// PATH made absolute, for a program started elsewhere; UsageError naming NAMED for '' or a current directory that
+// is gone (what std::filesystem::absolute would throw).
+std::string absolute_path(const std::string& named, const std::string& path);
 // This program's own path, for a shell that starts itself again on its far side (tm-webreplay --serve).
 std::string own_executable();
 // V as the prompt and log lines show numbers: what operator<< writes ("0.25", "1e-06").

@@ -1,14 +1,10 @@
 // Reading Mahimahi delivery traces into compact runs, walking them, and constant rates.
 #include "link/trace.hh"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
@@ -16,8 +12,7 @@
 namespace tracemod {
 namespace {
 
-constexpr size_t kReadChunk = 1 << 20;  // large reads: a 10-million-line file takes about 70 of them
-constexpr size_t kQuoteMax = 24;        // characters of a bad line shown in its error
+constexpr size_t kQuoteMax = 24;  // characters of a bad line shown in its error
 
 // A run is one varint (ms since the previous run << 3 | min(count - 1, 7)), then, if count - 1 >= 7, a
 // second varint (count - 8): a millisecond after the previous one with up to 8 opportunities takes a byte.
@@ -63,49 +58,25 @@ class TraceBuilder {
  public:
   explicit TraceBuilder(std::string name) : name_(std::move(name)), runs_(std::make_shared<std::vector<uint8_t>>()) {}
 
-  // Parses the complete lines at the start of TEXT; returns how many bytes they took (with their newlines).
-  size_t feed(std::string_view text) {
-    const char *p = text.data(), *const end = p + text.size();
-    while (p < end) {
-      // The usual line, up to 10 digits and a newline, in one pass; anything else goes the slow way.
-      const char* q = p;
-      uint64_t ms = 0;
-      for (; q < end && q - p < 10 && is_digit(*q); ++q) ms = ms * 10 + static_cast<uint64_t>(*q - '0');
-      if (q < end && *q == '\n' && q > p && ms <= DeliveryTrace::kMaxMillis) {
-        ++lines_;
-        add(ms);
-        p = q + 1;
-        continue;
-      }
-      const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
-      if (!nl) break;
-      line(std::string_view(p, static_cast<size_t>(static_cast<const char*>(nl) - p)));
-      p = static_cast<const char*>(nl) + 1;
-    }
-    return static_cast<size_t>(p - text.data());
-  }
-
-  // TAIL is what follows the last newline: a last line without one (Mahimahi accepts it), or nothing.
-  DeliveryTrace finish(std::string_view tail) {
-    if (!tail.empty()) line(tail);
-    if (lines_ == 0) throw UsageError(name_ + ": empty file: no timestamps");
-    if (run_ms_ == 0) fail("trace must last a nonzero time (its last value is 0 ms)");
-    put_run(*runs_, run_ms_ - previous_run_ms_, run_count_);
-    runs_->shrink_to_fit();
-    DeliveryTrace trace;
-    trace.runs_ = std::move(runs_);
-    trace.period_ms_ = run_ms_;
-    trace.opportunities_ = lines_;
-    trace.run_count_ = runs_done_ + 1;
-    return trace;
+  // Each line of IN, then the trace they make.
+  DeliveryTrace read(LineReader& in) {
+    for (std::string_view text; in.next(text);) line(text);
+    return finish();
   }
 
  private:
   void line(std::string_view text) {
     ++lines_;
+    // The usual line, up to 10 digits, in one pass; anything else is looked at closely.
+    uint64_t ms = 0;
+    size_t i = 0;
+    for (; i < text.size() && i < 10 && is_digit(text[i]); ++i) ms = ms * 10 + static_cast<uint64_t>(text[i] - '0');
+    if (i == text.size() && i > 0 && ms <= DeliveryTrace::kMaxMillis) return add(ms);
+    unusual(text);
+  }
+
+  void unusual(std::string_view text) {
     if (text.empty()) fail("empty line");
-    // load() reads a chunk at a time: a longer line, even of leading zeros, is refused alike from memory.
-    if (text.size() >= kReadChunk) fail("a line of more than " + std::to_string(kReadChunk - 1) + " bytes");
     uint64_t ms = 0;
     size_t i = 0;
     for (; i < text.size() && is_digit(text[i]); ++i) {
@@ -118,6 +89,19 @@ class TraceBuilder {
     if (ms > DeliveryTrace::kMaxMillis)
       fail(quote_text(text, kQuoteMax) + " is too large: at most " + std::to_string(DeliveryTrace::kMaxMillis) + " ms");
     add(ms);
+  }
+
+  DeliveryTrace finish() {
+    if (lines_ == 0) throw UsageError(name_ + ": empty file: no timestamps");
+    if (run_ms_ == 0) fail("trace must last a nonzero time (its last value is 0 ms)");
+    put_run(*runs_, run_ms_ - previous_run_ms_, run_count_);
+    runs_->shrink_to_fit();
+    DeliveryTrace trace;
+    trace.runs_ = std::move(runs_);
+    trace.period_ms_ = run_ms_;
+    trace.opportunities_ = lines_;
+    trace.run_count_ = runs_done_ + 1;
+    return trace;
   }
 
   void add(uint64_t ms) {
@@ -146,9 +130,8 @@ class TraceBuilder {
 };
 
 DeliveryTrace DeliveryTrace::parse(std::string_view text, const std::string& name) {
-  TraceBuilder builder(name);
-  const size_t used = builder.feed(text);
-  return builder.finish(text.substr(used));
+  LineReader in = LineReader::of_text(text, name);
+  return TraceBuilder(name).read(in);
 }
 
 const char* DeliveryTrace::installed_dir() {
@@ -176,27 +159,8 @@ std::string DeliveryTrace::find(const std::string& name) {
 }
 
 DeliveryTrace DeliveryTrace::load(const std::string& path) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
-  FileDescriptor fd(raw);
-  struct stat st{};
-  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw UsageError(path + ": cannot open: " + std::strerror(EISDIR));
-  TraceBuilder builder(path);
-  std::vector<char> buf(kReadChunk);
-  size_t held = 0;  // bytes of an unfinished line at the start of buf
-  for (;;) {
-    if (held == buf.size()) break;  // a line longer than a chunk: parsed as the last, it is refused
-    const ssize_t n = ::read(fd.get(), buf.data() + held, buf.size() - held);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw UsageError(path + ": cannot read: " + std::strerror(errno));
-    if (n == 0) break;
-    const size_t filled = held + static_cast<size_t>(n);
-    const size_t used = builder.feed(std::string_view(buf.data(), filled));
-    held = filled - used;
-    std::memmove(buf.data(), buf.data() + used, held);
-  }
-  return builder.finish(std::string_view(buf.data(), held));
+  LineReader in(path);
+  return TraceBuilder(path).read(in);
 }
 
 void DeliveryTrace::for_each_run(const std::function<void(uint64_t ms, uint64_t count)>& f) const {

@@ -1,10 +1,7 @@
 #include "modulate/schedule.hh"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -113,36 +110,36 @@ std::string State::describe() const {
 }
 
 Schedule Schedule::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(path + ": read error");
-  return parse(text.str(), path);
+  LineReader in(path);
+  return read(in);
 }
 
 Schedule Schedule::parse(const std::string& text, const std::string& name) {
+  LineReader in = LineReader::of_text(text, name);
+  return read(in);
+}
+
+Schedule Schedule::read(LineReader& in) {
   Schedule s;
-  s.name_ = name;
-  std::istringstream in(text);
+  s.name_ = in.name();
   State previous;
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++n;
+  for (std::string_view text; in.next(text);) {
+    std::string line(text);
     std::replace(line.begin(), line.end(), '\r', ' ');
     const std::vector<std::string> w = words(line);
     if (w.empty()) continue;
     try {
       State st = is_tuple(w) ? tuple_line(w, previous) : keyed_line(w, previous);
       if (st.duration <= 0) throw UsageError("a state must last longer than 0");
-      st.line = n;
+      st.line = in.line_number();
       s.add(st);
       previous = st;
     } catch (const UsageError& e) {
-      throw UsageError(name + ":" + std::to_string(n) + ": " + e.what());
+      in.fail(e.what());
     }
   }
-  if (s.states_.empty()) throw UsageError(name + ": no state: expected lines 'd F Vb Vr L' or 'DURATION key=value...'");
+  if (s.states_.empty())
+    throw UsageError(s.name_ + ": no state: expected lines 'd F Vb Vr L' or 'DURATION key=value...'");
   s.finish();
   return s;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "util/clock.hh"
+#include "util/file_descriptor.hh"
 #include "util/parse.hh"
 
 namespace tracemod::modulate {
@@ -55,6 +56,7 @@ class Schedule {
   bool drops_in_outages() const { return drops_in_outages_; }
 
  private:
+  static Schedule read(LineReader& in);
   void add(State s);
   void finish();
 

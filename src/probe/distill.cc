@@ -1,7 +1,5 @@
 #include "probe/distill.hh"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -205,7 +203,6 @@ void check_echo(const std::string& path, uint64_t n, const Echo& e) {
 }
 
 Record read_record(const std::string& path) {
-  if (access(path.c_str(), R_OK) != 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
   Record r;
   ProbeEntry entry;
   bool strict = false;

@@ -1,14 +1,12 @@
 #include "queues/onoff_queue.hh"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "packet/segmenter.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 #include "util/parse.hh"
 
 namespace tracemod {
@@ -49,31 +47,26 @@ Nanos FileOnOff::state_ends() const {
 }
 
 std::vector<FileOnOff::Event> FileOnOff::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError(path + ": cannot open the schedule (" + std::strerror(errno) + ")");
+  LineReader in(path);
   std::vector<Event> events;
   bool on = true;
-  std::string line;
-  for (size_t number = 1; std::getline(in, line); ++number) {
-    const std::string where = path + ":" + std::to_string(number);
-    std::istringstream words(line.substr(0, line.find('#')));
+  for (std::string_view line; in.next(line);) {
+    std::istringstream words(std::string(line.substr(0, line.find('#'))));
     std::string time, state, extra;
     if (!(words >> time)) continue;
     if (!(words >> state) || (state != "on" && state != "off") || (words >> extra))
-      throw UsageError(where + ": expected TIME on or TIME off (e.g. 12.5s off)");
+      in.fail("expected TIME on or TIME off (e.g. 12.5s off)");
     Nanos at = 0;
     try {
       at = parse_duration(time, 1000 * kMillisecond);
     } catch (const UsageError& e) {
-      throw UsageError(where + ": invalid time " + quote_text(time) + ": " + e.what());
+      in.fail("invalid time " + quote_text(time) + ": " + e.what());
     }
-    if (!events.empty() && at < events.back().at) throw UsageError(where + ": time goes back (" + time + ")");
-    if ((state == "on") == on)
-      throw UsageError(where + ": the link is already " + state + " (states alternate; it starts on)");
+    if (!events.empty() && at < events.back().at) in.fail("time goes back (" + time + ")");
+    if ((state == "on") == on) in.fail("the link is already " + state + " (states alternate; it starts on)");
     on = state == "on";
     events.push_back(Event{at, on});
   }
-  if (in.bad()) throw UsageError(path + ": cannot read the schedule");
   if (events.empty()) throw UsageError(path + ": no events (lines such as '12.5s off' and '13s on')");
   return events;
 }

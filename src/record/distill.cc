@@ -11,6 +11,7 @@
 #include "record/recorder.hh"
 #include "record/trace_writer.hh"
 #include "util/error.hh"
+#include "util/file_descriptor.hh"
 
 namespace tracemod::record {
 namespace {
@@ -45,6 +46,12 @@ std::string default_distill_prefix(const std::string& raw_path) {
 }
 
 std::string distill(const std::string& raw_path, const std::string& prefix) {
+  // The trace is written beside itself (TraceWriter's PREFIX.part) and renamed: that name must be free too.
+  check_outputs({{"the raw record", raw_path},
+                 {"the trace (-o PREFIX)", prefix, true},
+                 {"the trace's partial file (PREFIX.part)", prefix + ".part", true},
+                 {"the delay series (PREFIX.delay)", prefix + ".delay", true},
+                 {"the loss series (PREFIX.loss)", prefix + ".loss", true}});
   Header header;
   Nanos min_owd = std::numeric_limits<Nanos>::max();
   uint64_t packets = 0;

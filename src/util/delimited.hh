@@ -34,7 +34,8 @@ inline UsageError bad_entry(const std::string& path, uint64_t n, const std::stri
   return UsageError(path + ": entry " + std::to_string(n) + ": " + why);
 }
 
-// Parses each message of the length-delimited file at PATH into ENTRY and calls VISIT with its number (from 1).
+// Parses each message of the length-delimited file at PATH (a regular file: open_regular) into ENTRY and calls
+// VISIT with its number (from 1).
 // A message cut off at the end (its writer was killed mid-write) ends the file quietly; anything else
 // malformed throws UsageError("PATH: entry N: ... a KIND"), e.g. KIND "tm-record raw entry". Returns how many
 // messages were read. The protobuf library's own log lines (invalid UTF-8 in a string...) are silenced: the
@@ -42,7 +43,7 @@ inline UsageError bad_entry(const std::string& path, uint64_t n, const std::stri
 inline uint64_t read_delimited(const std::string& path, google::protobuf::MessageLite& entry, const std::string& kind,
                                const std::function<void(uint64_t)>& visit) {
   constexpr uint32_t kMaxEntryBytes = 1 << 20;  // a real entry is tens of bytes
-  FileDescriptor fd = FileDescriptor::open(path, O_RDONLY);
+  FileDescriptor fd = open_regular(path);       // a FIFO would hang the read
   google::protobuf::io::FileInputStream file(fd.get());
   google::protobuf::io::CodedInputStream in(&file);
   in.SetTotalBytesLimit(INT_MAX);

@@ -1,12 +1,15 @@
 #include "util/file_descriptor.hh"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -59,6 +62,137 @@ std::string read_file(const std::string& path) {
     check_syscall("read " + path, n);
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a file";
+}
+
+[[noreturn]] void not_regular(const std::string& path, mode_t mode, const std::string& hint) {
+  if (S_ISDIR(mode)) throw UsageError(path + ": cannot open: " + std::strerror(EISDIR));
+  throw UsageError(path + ": not a regular file (" + (hint.empty() ? kind_of(mode) : hint) + ")");
+}
+
+}  // namespace
+
+FileDescriptor open_regular(const std::string& path, const std::string& hint) {
+  // O_NONBLOCK: a FIFO with no writer opens at once, to be refused, instead of blocking the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENXIO && ::stat(path.c_str(), &st) == 0) not_regular(path, st.st_mode, hint);  // a socket
+    throw UsageError(path + ": cannot open: " + std::strerror(err));
+  }
+  FileDescriptor file(fd);
+  if (::fstat(fd, &st) < 0) throw UsageError(path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) not_regular(path, st.st_mode, hint);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return file;
+}
+
+LineReader::LineReader(const std::string& path)
+    : name_(path),
+      owned_(open_regular(path)),
+      fd_(owned_.get()),
+      buffer_(new char[kMaxLine + 1]),
+      data_(buffer_.get()) {}
+
+// The buffer is not zeroed: a short file touches little of it.
+LineReader::LineReader(int fd, std::string name)
+    : name_(std::move(name)), fd_(fd), buffer_(fd < 0 ? nullptr : new char[kMaxLine + 1]), data_(buffer_.get()) {}
+
+LineReader LineReader::of_text(std::string_view text, std::string name) {
+  LineReader r(-1, std::move(name));
+  r.data_ = text.data();
+  r.end_ = text.size();
+  r.at_end_ = true;
+  return r;
+}
+
+bool LineReader::next(std::string_view& line) {
+  for (;;) {
+    const size_t held = end_ - begin_;
+    if (const void* nl = std::memchr(data_ + begin_, '\n', held)) {
+      const size_t size = static_cast<size_t>(static_cast<const char*>(nl) - (data_ + begin_));
+      return take(line, size, size + 1);
+    }
+    if (at_end_ || held > kMaxLine) return held > 0 && take(line, held, held);  // a full buffer: too long
+    fill();
+  }
+}
+
+bool LineReader::take(std::string_view& line, size_t size, size_t used) {
+  ++number_;
+  if (size > kMaxLine) fail("a line of more than " + std::to_string(kMaxLine) + " bytes");
+  line = std::string_view(data_ + begin_, size);
+  begin_ += used;
+  return true;
+}
+
+// Moves the line begun to the buffer's start and reads behind it.
+void LineReader::fill() {
+  std::memmove(buffer_.get(), data_ + begin_, end_ - begin_);
+  end_ -= begin_;
+  begin_ = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd_, buffer_.get() + end_, kMaxLine + 1 - end_);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UsageError(name_ + ": cannot read: " + std::strerror(errno));
+    at_end_ = n == 0;
+    end_ += static_cast<size_t>(n);
+    return;
+  }
+}
+
+void LineReader::fail(const std::string& what) const {
+  throw UsageError(name_ + ":" + std::to_string(number_) + ": " + what);
+}
+
+namespace {
+
+// What tells two names of one file apart from two files: "inode DEV:INO" for a regular file, "name REALPATH" for
+// one not yet made (where a dangling symbolic link points, if it is one), "" for what no output can overwrite.
+std::string file_identity(const std::string& path, int links = 0) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0)
+    return S_ISREG(st.st_mode) ? "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) : "";
+  if (errno != ENOENT || links > 8) return "";
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  char target[PATH_MAX];
+  if (const ssize_t n = ::readlink(path.c_str(), target, sizeof target); n > 0 && n < PATH_MAX) {
+    const std::string to(target, static_cast<size_t>(n));
+    return file_identity(to[0] == '/' ? to : dir + "/" + to, links + 1);
+  }
+  std::unique_ptr<char, decltype(&std::free)> real(::realpath(dir.c_str(), nullptr), &std::free);
+  return real ? "name " + std::string(real.get()) + "/" + path.substr(slash + 1) : "";
+}
+
+}  // namespace
+
+void check_outputs(const std::vector<NamedFile>& files) {
+  std::vector<std::pair<std::string, const NamedFile*>> seen;  // identity, file
+  for (const NamedFile& f : files)
+    if (std::string id = f.output ? "" : file_identity(f.path); id.rfind("inode ", 0) == 0)
+      seen.emplace_back(std::move(id), &f);
+  for (const NamedFile& f : files) {
+    if (!f.output) continue;
+    std::string id = file_identity(f.path);
+    if (id.empty()) continue;
+    for (const auto& [other_id, other] : seen)
+      if (other_id == id)
+        throw UsageError(f.named + " '" + f.path + "' names " +
+                         (other->output ? "the same file as " + other->named + ": each output needs a file of its own"
+                                        : other->named + ": the output would overwrite it"));
+    seen.emplace_back(std::move(id), &f);
   }
 }
 

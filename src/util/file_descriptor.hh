@@ -1,10 +1,13 @@
 // The one owner of a kernel file descriptor (moves, never copies, closes exactly once), and the files built on
-// it: whole small files read, and the record files a shell writes for its whole run.
+// it: the user's files opened for reading (regular files only) and read a line at a time, the check that no
+// output overwrites an input or another output, whole small files read, and the record files a shell writes for
+// its whole run.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -42,6 +45,63 @@ FileDescriptor create_for_writing(const std::string& path);
 
 // Reads a whole small file (e.g. under /proc); throws on error.
 std::string read_file(const std::string& path);
+
+// PATH opened for reading, which must be a regular file: a FIFO blocks its reader (its open too) until something
+// writes to it and a device such as /dev/zero never ends, so either would hang a tool without a word. Throws
+// UsageError("PATH: cannot open: why") or ("PATH: not a regular file (a FIFO)"); HINT, if given, is said in the
+// parentheses instead of what the file is.
+FileDescriptor open_regular(const std::string& path, const std::string& hint = "");
+
+// The one reader of the user's text files a line at a time (traces, schedules, distributions, link logs...):
+// through one buffer of kMaxLine + 1 bytes, so a file with a gigantic line (2 GB of NULs) is refused once its
+// first MiB is read, in one line, rather than read whole into memory. A last line without a newline is a line.
+class LineReader {
+ public:
+  static constexpr size_t kMaxLine = (1 << 20) - 1;  // bytes of a line, its newline not counted
+
+  // The regular file at PATH (open_regular), named PATH in errors.
+  explicit LineReader(const std::string& path);
+  // FD, which stays the caller's (standard input), named NAME.
+  LineReader(int fd, std::string name);
+  // TEXT, which must outlive the reader, read as a file holding it would be, named NAME.
+  static LineReader of_text(std::string_view text, std::string name);
+
+  // The next line without its newline, valid until the next call; false at the end. Throws
+  // UsageError("NAME:N: a line of more than 1048575 bytes") or ("NAME: cannot read: why").
+  bool next(std::string_view& line);
+  uint64_t line_number() const { return number_; }  // of the line next() returned last
+  const std::string& name() const { return name_; }
+  // Throws UsageError("NAME:N: WHAT"), N the line next() returned last.
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  bool take(std::string_view& line, size_t size, size_t used);
+  void fill();
+
+  std::string name_;
+  FileDescriptor owned_;
+  int fd_ = -1;                     // -1: all of the text is in memory
+  std::unique_ptr<char[]> buffer_;  // kMaxLine + 1 bytes, for a file
+  const char* data_ = nullptr;      // the buffer, or the text
+  size_t begin_ = 0, end_ = 0;      // what data_ holds that is not yet returned
+  bool at_end_ = false;             // nothing more to read after end_
+  uint64_t number_ = 0;
+};
+
+// A file a command line names: an input it reads or an output it writes, and how errors call it ("--uplink-log",
+// "the uplink trace").
+struct NamedFile {
+  std::string named, path;
+  bool output = false;
+};
+
+// Refuses, before any of FILES is opened, an output that is an input (it would be emptied before or while it is
+// read) or another output (one of them lost): "OUTPUT 'PATH' names INPUT: the output would overwrite it", or
+// "... names the same file as OUTPUT: each output needs a file of its own" (UsageError). Files are compared by
+// device and inode where they exist, by the name their real directory gives them where they do not yet (two
+// names of one output still to be made); what no output can overwrite (a device, a FIFO, a missing input) is let
+// be.
+void check_outputs(const std::vector<NamedFile>& files);
 
 // A file a shell writes records to for the whole of its run (a link log's lines, a capture's pcapng blocks),
 // honest about a write that fails. When the disk fills while the command runs, the shell must neither stop the

@@ -3,7 +3,6 @@
 // of milliseconds, its strings viewed in place); nlohmann-json reads it again only when simdjson refuses it, for
 // the line a syntax error is on.
 #include <simdjson.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
@@ -93,9 +92,7 @@ std::string syntax_error(const std::string& path, std::string_view text, const c
 // The file's text, which must be a regular file (a FIFO would block the check forever), its UTF-8 byte order
 // mark (Fiddler writes one) left out.
 simdjson::padded_string read_text(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw UsageError(path + ": not a regular file (give a HAR file or a recording directory)");
+  open_regular(path, "give a HAR file or a recording directory");
   simdjson::padded_string text;
   if (const auto error = simdjson::padded_string::load(path).get(text)) {
     if (error == simdjson::IO_ERROR) throw_errno(path, errno ? errno : EIO);

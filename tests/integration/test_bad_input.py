@@ -3,6 +3,8 @@ option or the value at fault, before it writes anything; never a crash, a silent
 records are written here byte by byte (a few protobuf fields), as a recorder, another tool or a corrupt disk
 would have left them."""
 import os
+import subprocess
+import time
 
 import pytest
 
@@ -150,11 +152,11 @@ def test_link_refuses_one_file_for_two_logs_or_a_log_over_a_trace(root, tools, t
     trace = os.path.join(TRACES, "constant-12mbit")
     r = root.run(tools.shell("tm-link", trace, trace, f"--uplink-log={tmp_path}/x.log",
                              f"--downlink-log={tmp_path}/./x.log", cmd=["true"]))  # one file, two names
-    assert_refused(r, "tm-link", "--downlink-log", "names the same file as --uplink-log: each direction needs a log")
+    assert_refused(r, "tm-link", "--downlink-log", "names the same file as --uplink-log: each output needs a file")
     copy = tmp_path / "up.trace"
     copy.write_text("1\n")
     r = root.run(tools.shell("tm-link", copy, trace, f"--downlink-log={copy}", cmd=["true"]))
-    assert_refused(r, "tm-link", f"--downlink-log '{copy}' names the uplink trace: the log would overwrite it")
+    assert_refused(r, "tm-link", f"--downlink-log '{copy}' names the uplink trace: the output would overwrite it")
     assert copy.read_text() == "1\n"
 
 
@@ -201,3 +203,170 @@ def test_values_say_what_is_wrong_with_them(root, tools, tool, args, named):
     assert_refused(root.run(tools.shell(tool, *args, cmd=["true"])), tool, named)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Inputs and outputs: an output that is an input or another output is refused before anything is read or
+# written (util's check_outputs: by device and inode, or by real name for a file not yet made); a FIFO or a
+# device is refused as an input before a read could block on it; a file of one gigantic line is refused after
+# its first MiB (util's LineReader), not read into memory. In ARGS and the messages, {d} is the test's directory.
+
+SHELLS = {"tm-link", "tm-modulate", "tm-multipath", "tm-onoff", "tm-delay", "tm-webreplay", "tm-webrecord"}
+
+
+def argv_of(tools, tool, args, d):
+    """TOOL's argv with ARGS in directory D; a shell runs `true`."""
+    args = [a.format(d=d, traces=TRACES) for a in args]
+    return [tools.path(tool), *args, *(["--", "true"] if tool in SHELLS else [])]
+
+
+def state(directory):
+    """Every file of DIRECTORY: its bytes and mtime, or for a FIFO its inode."""
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        st = os.lstat(path)
+        out[name] = (open(path, "rb").read(), st.st_mtime_ns) if os.path.isfile(path) else st.st_ino
+    return out
+
+
+def inputs(d):
+    """The files the overwriting cases name, in D."""
+    raw_file(d / "rec.raw", record_header(), arrival(0, 100), arrival(1, 101))
+    os.link(d / "rec.raw", d / "r.delay")
+    raw_file(d / "probe.raw", probe_header())
+    (d / "s.sched").write_text("1s delay=10ms rate=10mbit\n")
+    os.link(d / "s.sched", d / "hard.sched")  # one file, two names
+    (d / "l.log").write_text("# base timestamp: 0\n0 # 1500\n0 + 1500\n5 - 1500 5\n10 # 1500\n")
+    (d / "up.trace").write_text("1\n")
+    (d / "on.sched").write_text("1s off\n2s on\n")
+
+
+TRACE = "{traces}/constant-12mbit"
+OVERWRITES = {
+    "record distill over its record": ("tm-record", ["distill", "-o", "{d}/rec.raw", "{d}/rec.raw"],
+                                       "the trace (-o PREFIX) '{d}/rec.raw' names the raw record: the output would overwrite it"),
+    "record distill series over a hard link": ("tm-record", ["distill", "-o", "{d}/r", "{d}/rec.raw"],
+                                               "the delay series (PREFIX.delay) '{d}/r.delay' names the raw record"),
+    "probe distill over its record": ("tm-probe", ["distill", "-o", "{d}/probe.raw", "{d}/probe.raw"],
+                                      "-o '{d}/probe.raw' names the raw record: the output would overwrite it"),
+    "modulate log over its schedule": ("tm-modulate", ["--log", "{d}/s.sched", "{d}/s.sched"],
+                                       "--log '{d}/s.sched' names the schedule: the output would overwrite it"),
+    "modulate log over a hard link": ("tm-modulate", ["--log", "{d}/hard.sched", "{d}/s.sched"],
+                                      "--log '{d}/hard.sched' names the schedule: the output would overwrite it"),
+    "graph png over its log": ("tm-graph", ["--png", "{d}/l.log", "{d}/l.log"],
+                               "--png '{d}/l.log' names the log '{d}/l.log': the output would overwrite it"),
+    "graph png and svg one file": ("tm-graph", ["--png", "{d}/x", "--svg", "{d}/./x", "{d}/l.log"],
+                                   "--png '{d}/x' names the same file as --svg: each output needs a file of its own"),
+    "link log and capture one file": ("tm-link", [TRACE, TRACE, "--downlink-log", "{d}/f", "--pcap", "{d}/f"],
+                                      "--downlink-log '{d}/f' names the same file as --pcap: each output needs"),
+    "multipath log over a later trace": ("tm-multipath", ["--path", "rate=10mbit,up-log={d}/up.trace",
+                                                          "--path", "trace={d}/up.trace"],
+                                         "--path 1 (a path up-log=) '{d}/up.trace' names the trace of --path 2"),
+    "onoff capture over its schedule": ("tm-onoff", ["--schedule", "{d}/on.sched", "--pcap", "{d}/on.sched"],
+                                        "--pcap '{d}/on.sched' names the schedule of --schedule: the output would"),
+}
+
+
+@pytest.mark.parametrize("case", OVERWRITES)
+def test_an_output_that_is_an_input_or_another_output_is_refused(root, tools, tmp_path, case):
+    tool, args, named = OVERWRITES[case]
+    inputs(tmp_path)
+    before = state(tmp_path)
+    r = root.run(argv_of(tools, tool, args, tmp_path), timeout=10)
+    assert_refused(r, tool, named.format(d=tmp_path))
+    assert state(tmp_path) == before, "it wrote, removed or touched a file"
+
+
+FIFOS = {  # where each tool reads a file whole before it starts
+    "webreplay recording": ("tm-webreplay", ["{d}/fifo"]),
+    "webrecord upstream CA": ("tm-webrecord", ["--upstream-ca", "{d}/fifo", "{d}/rec"]),
+    "record distill raw record": ("tm-record", ["distill", "{d}/fifo"]),
+    "probe distill raw record": ("tm-probe", ["distill", "{d}/fifo"]),
+    "link trace": ("tm-link", ["{d}/fifo", "{d}/fifo"]),
+    "modulate schedule": ("tm-modulate", ["{d}/fifo"]),
+    "onoff schedule": ("tm-onoff", ["--schedule", "{d}/fifo"]),
+    "delay distribution": ("tm-delay", ["10", "--jitter", "5", "--distribution", "{d}/fifo"]),
+    "graph link log": ("tm-graph", ["{d}/fifo"]),
+}
+
+
+@pytest.mark.parametrize("case", FIFOS)
+def test_a_fifo_is_refused_not_waited_on(root, tools, tmp_path, case):
+    tool, args = FIFOS[case]
+    os.mkfifo(tmp_path / "fifo")
+    before = state(tmp_path)
+    r = root.run(argv_of(tools, tool, args, tmp_path), timeout=5)  # a tool blocked on it fails here, not the suite
+    kind = "give a HAR file or a recording directory" if tool == "tm-webreplay" else "a FIFO"
+    assert_refused(r, tool, f"{tmp_path}/fifo: not a regular file ({kind})")
+    assert state(tmp_path) == before, "it left something behind"
+
+
+DEVICES = {  # read whole, /dev/zero never ends
+    "webreplay recording": ("tm-webreplay", ["/dev/zero"], "give a HAR file or a recording directory"),
+    "modulate schedule": ("tm-modulate", ["/dev/zero"], "a character device"),
+    "graph link log": ("tm-graph", ["/dev/zero"], "a character device"),
+    "record distill raw record": ("tm-record", ["distill", "-o", "{d}/out", "/dev/zero"], "a character device"),
+}
+
+
+@pytest.mark.parametrize("case", DEVICES)
+def test_a_device_is_refused_not_read_without_end(root, tools, tmp_path, case):
+    tool, args, kind = DEVICES[case]
+    r = root.run(["prlimit", f"--as={ADDRESS_SPACE}", "--", *argv_of(tools, tool, args, tmp_path)], timeout=10)
+    assert_refused(r, tool, f"/dev/zero: not a regular file ({kind})")
+    assert os.listdir(tmp_path) == []
+
+
+NULS = {  # a text file read a line at a time
+    "modulate schedule": ("tm-modulate", ["{d}/nul"]),
+    "delay distribution": ("tm-delay", ["10", "--jitter", "5", "--distribution", "{d}/nul"]),
+    "onoff schedule": ("tm-onoff", ["--schedule", "{d}/nul"]),
+    "graph link log": ("tm-graph", ["{d}/nul"]),
+    "link trace": ("tm-link", ["{d}/nul", "{d}/nul"]),
+    "trace validate": ("tm-trace", ["validate", "{d}/nul"]),
+}
+ADDRESS_SPACE = 512 << 20  # a tool reading the 2 GB whole fails under this cap instead of swapping
+
+
+@pytest.mark.parametrize("case", NULS)
+def test_a_gigantic_line_is_refused_at_once_in_little_memory(root, tools, tmp_path, case):
+    tool, args = NULS[case]
+    with open(tmp_path / "nul", "wb") as f:
+        f.truncate(2 << 30)  # 2 GB of NULs, sparse: no disk
+    start = time.monotonic()
+    r = root.run(["prlimit", f"--as={ADDRESS_SPACE}", "--", *argv_of(tools, tool, args, tmp_path)], timeout=10)
+    took = time.monotonic() - start
+    line = f"{tmp_path}/nul:1: a line of more than 1048575 bytes"
+    if tool == "tm-trace":  # validate's own form: the error alone, as for any bad trace
+        assert (r.returncode, r.stdout, r.stderr) == (2, "", line + "\n"), r
+    else:
+        assert_refused(r, tool, line)
+    assert took < 2, f"{took:.2f} s: it read far more than the first MiB"
+    assert os.listdir(tmp_path) == ["nul"]
+
+
+# std::filesystem throws on '' and, for a relative path, when the current directory is gone (getcwd fails in a
+# directory removed under it): a usage error naming the option, never an uncaught filesystem_error (SIGABRT).
+ABORTS = {
+    "an empty upstream CA": ("tm-webrecord", ["--upstream-ca", "", "{d}/rec"], False,
+                             "--upstream-ca: give a file of CA certificates (PEM), not ''"),
+    "an empty CA directory": ("tm-webreplay", ["--ca-dir", "", "{d}/site.har"], False,
+                              "--ca-dir: give a directory, not ''"),
+    "a relative CA in a removed directory": ("tm-webrecord", ["--upstream-ca", "ca.pem", "{d}/rec"], True,
+                                             "--upstream-ca 'ca.pem': cannot make it absolute: "),
+}
+HAR = '{"log": {"entries": [{"request": {"method": "GET", "url": "http://a.example/"}, "response": {"status": 200}}]}}'
+
+
+@pytest.mark.parametrize("case", ABORTS)
+def test_a_path_std_filesystem_cannot_take_is_refused_not_aborted(root, tools, tmp_path, case):
+    tool, args, removed, named = ABORTS[case]
+    (tmp_path / "site.har").write_text(HAR)
+    (tmp_path / "gone").mkdir()
+    before = state(tmp_path)
+    script = 'cd "$1" && rmdir "$1" && shift && exec "$@"' if removed else 'shift && exec "$@"'
+    r = root.run(["sh", "-c", script, "sh", str(tmp_path / "gone"), *argv_of(tools, tool, args, tmp_path)])
+    assert_refused(r, tool, named)
+    after = state(tmp_path)
+    if removed:
+        del before["gone"]
+    assert after == before, "it left something behind"

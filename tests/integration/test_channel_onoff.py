@@ -128,7 +128,7 @@ def test_schedule_file_outages_to_the_millisecond(user, tools, public_tmp):
     (["--uplink-on", "exp:1s", "--uplink-off", "gauss:1"], "invalid --uplink-off 'gauss:1'"),
     (["--downlink-on", "uniform:2:1", "--downlink-off", "exp:1"], "uniform:A:B needs A <= B"),
     (["uplink", "1", "1", "--uplink-on", "exp:1", "--uplink-off", "exp:1"], "uplink: give one of"),
-    (["--schedule", "/nonexistent/drive"], "/nonexistent/drive: cannot open the schedule"),
+    (["--schedule", "/nonexistent/drive"], "/nonexistent/drive: cannot open: No such file or directory"),
     (["uplink", "1", "1", "--off-mode", "queue"], "invalid --off-mode 'queue'"),
     (["uplink", "1", "1", "--hold-packets", "-3"], "invalid --hold-packets '-3'"),
     (["uplink", "1", "1", "--hold-bytes", "7pkts"], "invalid --hold-bytes '7pkts'"),

@@ -127,9 +127,7 @@ TEST(Distribution, BadFilesNameTheLine) {
   EXPECT_EQ(error(one), one + ": fewer than two samples");
   const std::string flat = fake::scratch_file("flat.txt", "5 5 5\n");
   EXPECT_EQ(error(flat), flat + ": all samples are equal: no spread to draw from");
-  EXPECT_NE(error("/nonexistent/table").find("/nonexistent/table: cannot open the distribution file"),
-            std::string::npos);
-  EXPECT_NE(error("/nonexistent/table").find("No such file"), std::string::npos);
+  EXPECT_EQ(error("/nonexistent/table"), "/nonexistent/table: cannot open: No such file or directory");
   // Samples whose spread a double cannot hold would make every delay NaN (fuzz/regressions/distribution).
   const std::string huge = fake::scratch_file("huge.txt", "-18 1e240 20\n");
   EXPECT_EQ(error(huge), huge +

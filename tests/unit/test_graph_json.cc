@@ -1,16 +1,14 @@
 // tm-graph --json: the numbers tm-run reads instead of parsing link logs itself.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "analysis/json_report.hh"
 
 namespace tracemod {
 namespace {
 
 std::string json_of(const std::string& log, Nanos bin = 500 * kMillisecond) {
-  std::istringstream in(log);
-  return format_json(read_link_log(in, "a \"log\"", bin), "a \"log\"");
+  LineReader in = LineReader::of_text(log, "a \"log\"");
+  return format_json(read_link_log(in, bin), "a \"log\"");
 }
 
 TEST(GraphJson, SummaryAndColumns) {

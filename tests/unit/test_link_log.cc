@@ -1,8 +1,6 @@
 // tm-graph's reading of link logs: both dialects, bins, the summary's arithmetic and every input error.
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "analysis/link_log_reader.hh"
 #include "analysis/plot_script.hh"
 
@@ -10,8 +8,8 @@ namespace tracemod {
 namespace {
 
 LinkLogStats read(const std::string& text, Nanos bin = 500 * kMillisecond) {
-  std::istringstream in(text);
-  return read_link_log(in, "log", bin);
+  LineReader in = LineReader::of_text(text, "log");
+  return read_link_log(in, bin);
 }
 
 // The message read_link_log throws for TEXT, or "" if it reads.
