@@ -67,6 +67,9 @@ http::response<http::string_body> respond(const http::request<http::string_body>
     res.body() = "not found\n";
   }
   res.prepare_payload();
+  // A HEAD's answer is a GET's without the body: its Content-Length kept, no bytes after the header (sent, they
+  // would be read as the next response).
+  if (req.method() == http::verb::head) res.body().clear();
   return res;
 }
 
