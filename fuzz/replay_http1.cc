@@ -1,5 +1,5 @@
 // The replay server's HTTP/1.1 (Boost.Beast's parser in webserve's Http1Session): the input as the bytes a client
-// sends on one connection, served once as plain http (b.test's port 80) and once as https after the handshake
+// sends on one connection, served once as plain http (b.test's port 80) and once as https as if past the handshake
 // (a.test's 443), from a small recording (fuzz/replay.hh). Every request the input completes, up to the first
 // it asks to close after (as Beast reads them, the server's own parser and limits), gets one response, in order
 // and no more; each response parses, and its header holds no CR or LF but the CRLF that ends a line, no field
