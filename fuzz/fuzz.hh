@@ -8,15 +8,20 @@
 #pragma once
 
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "util/error.hh"
 
@@ -95,5 +100,65 @@ bool accepted(F f) {
     return false;
   }
 }
+
+// A connected pair of stream sockets, for code that speaks over a socket: no listener, no port, no network
+// namespace, and nothing else can connect. [0] goes to the code under test, [1] stays with the target. (AF_UNIX:
+// asio's tcp::socket takes one with assign(), and its reads, writes and shutdowns are a TCP socket's.)
+inline std::array<int, 2> socket_pair() {
+  std::array<int, 2> fds{};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds.data()) != 0) {
+    std::perror("socketpair");
+    std::abort();
+  }
+  return fds;
+}
+
+// The target's end of a socket pair, played on a thread of its own for code that blocks on the other end: it
+// writes SEND, then shuts its sending side (the input has ended), and reads until the other end closes, so
+// neither side can wait on the other. received() joins the thread; the destructor closes FD.
+class Peer {
+ public:
+  Peer(int fd, std::string send) : fd_(fd), send_(std::move(send)) {
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Peer() {
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  Peer(const Peer&) = delete;
+  Peer& operator=(const Peer&) = delete;
+
+  // Everything the other end wrote, once it has closed.
+  const std::string& received() {
+    if (thread_.joinable()) thread_.join();
+    return received_;
+  }
+
+ private:
+  void run() {
+    size_t sent = 0;
+    if (send_.empty()) ::shutdown(fd_, SHUT_WR);
+    for (;;) {
+      pollfd p{fd_, static_cast<short>(POLLIN | (sent < send_.size() ? POLLOUT : 0)), 0};
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR) return;
+      if (sent < send_.size() && (p.revents & (POLLOUT | POLLERR | POLLHUP))) {
+        const ssize_t n = ::send(fd_, send_.data() + sent, send_.size() - sent, MSG_NOSIGNAL);
+        if (n > 0) sent += static_cast<size_t>(n);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) sent = send_.size();  // the other end is gone
+        if (sent == send_.size()) ::shutdown(fd_, SHUT_WR);
+      }
+      if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;
+      if (n > 0) received_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  int fd_;
+  std::string send_, received_;
+  std::thread thread_;
+};
 
 }  // namespace tracemod::fuzz

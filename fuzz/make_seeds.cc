@@ -1,12 +1,15 @@
 // Writes the binary seeds of fuzz/corpus with the project's own writers, so the fuzz targets start from what
 // the tools really write: tm-record's raw records (record::Recorder), tm-probe's (DelimitedWriter and
-// ProbeEntry, as run_probe and the prober write them: keep the header in step with run_probe's), and frames with the
-// virtio-net headers the kernel gives the ferry (plain, TCP and UDP GSO, IPv4 and IPv6) for the pcap writer. Not built
-// by default:
+// ProbeEntry, as run_probe and the prober write them: keep the header in step with run_probe's), frames with the
+// virtio-net headers the kernel gives the ferry (plain, TCP and UDP GSO, IPv4 and IPv6) for the pcap writer, a
+// shell's live page (live::Publisher) and the snapshots it goes on to write, DNS queries as resolvers send them
+// (made with ldns) and HTTP/2 connections as a browser opens them (nghttp2's client session). Not built by default:
 //
 //   make fuzz/make-seeds && fuzz/make-seeds fuzz/corpus
 //
 // Deterministic but for the wall-clock start times in the records' headers.
+#include <ldns/ldns.h>
+#include <nghttp2/nghttp2.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "live/publisher.hh"
 #include "packet/packet.hh"
 #include "probe/probe.pb.h"
 #include "probe/prober.hh"  // kRawRecordKind
@@ -163,6 +167,128 @@ void frame(const fs::path& out, uint8_t flags, bool v6, uint8_t proto, uint32_t 
   o.write(reinterpret_cast<const char*>(f.data()), static_cast<std::streamsize>(f.size()));
 }
 
+// A query for NAME and TYPE as a stub resolver sends it (RD set), with an EDNS OPT record offering EDNS_SIZE
+// bytes if that is not 0 (glibc with "options edns0" offers 1200, systemd-resolved 1232).
+void dns_query(const fs::path& out, const char* name, ldns_rr_type type, uint16_t edns_size, uint16_t id) {
+  ldns_pkt* q = nullptr;
+  if (ldns_pkt_query_new_frm_str(&q, name, type, LDNS_RR_CLASS_IN, LDNS_RD) != LDNS_STATUS_OK)
+    throw Error(std::string("ldns: cannot make a query for ") + name);
+  ldns_pkt_set_id(q, id);
+  if (edns_size) ldns_pkt_set_edns_udp_size(q, edns_size);
+  uint8_t* wire = nullptr;
+  size_t size = 0;
+  const ldns_status status = ldns_pkt2wire(&wire, q, &size);
+  ldns_pkt_free(q);
+  if (status != LDNS_STATUS_OK) throw Error(std::string("ldns: cannot write the query for ") + name);
+  std::ofstream(out, std::ios::binary).write(reinterpret_cast<const char*>(wire), static_cast<std::streamsize>(size));
+  free(wire);
+}
+
+struct H2Request {
+  std::vector<std::pair<std::string, std::string>> headers;  // pseudo-headers first
+  std::string body;
+};
+
+ssize_t read_h2_body(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                     nghttp2_data_source* source, void*) {
+  auto* body = static_cast<std::string*>(source->ptr);
+  const size_t n = std::min(length, body->size());
+  std::memcpy(buf, body->data(), n);
+  body->erase(0, n);
+  if (body->empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return static_cast<ssize_t>(n);
+}
+
+// A browser's first flight on an h2 connection, as nghttp2's client session writes it: the preface, SETTINGS and
+// a WINDOW_UPDATE as Chromium sends them, then REQUESTS (HEADERS, and DATA for a body).
+void h2_connection(const fs::path& out, std::vector<H2Request> requests) {
+  nghttp2_session_callbacks* cb = nullptr;
+  nghttp2_session_callbacks_new(&cb);
+  nghttp2_session* session = nullptr;
+  nghttp2_session_client_new(&session, cb, nullptr);
+  nghttp2_session_callbacks_del(cb);
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 65536},
+                                             {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                             {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 6291456},
+                                             {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 262144}};
+  nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, 4);
+  nghttp2_submit_window_update(session, NGHTTP2_FLAG_NONE, 0, 15663105);
+  for (H2Request& r : requests) {
+    std::vector<nghttp2_nv> nv;
+    for (auto& [n, v] : r.headers)
+      nv.push_back({reinterpret_cast<uint8_t*>(n.data()), reinterpret_cast<uint8_t*>(v.data()), n.size(), v.size(),
+                    NGHTTP2_NV_FLAG_NONE});
+    nghttp2_data_provider body{};
+    body.source.ptr = &r.body;
+    body.read_callback = read_h2_body;
+    if (nghttp2_submit_request(session, nullptr, nv.data(), nv.size(), r.body.empty() ? nullptr : &body, nullptr) < 0)
+      throw Error("nghttp2: cannot submit a request");
+  }
+  std::ofstream o(out, std::ios::binary);
+  for (;;) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session, &data);
+    if (n < 0) throw Error("nghttp2: cannot write the connection");
+    if (n == 0) break;
+    o.write(reinterpret_cast<const char*>(data), n);
+  }
+  nghttp2_session_del(session);
+}
+
+// A GET of PATH from a.test as Chromium asks for it; a navigation if DOCUMENT.
+H2Request h2_get(const std::string& path, bool document, std::vector<std::pair<std::string, std::string>> more = {}) {
+  H2Request r;
+  r.headers = {{":method", "GET"},
+               {":authority", "a.test"},
+               {":scheme", "https"},
+               {":path", path},
+               {"user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0"},
+               {"accept", document ? "text/html,application/xhtml+xml,*/*;q=0.8" : "*/*"},
+               {"sec-fetch-mode", document ? "navigate" : "no-cors"},
+               {"sec-fetch-dest", document ? "document" : "script"},
+               {"accept-encoding", "gzip, deflate, br, zstd"},
+               {"accept-language", "en-US,en;q=0.9"}};
+  r.headers.insert(r.headers.end(), more.begin(), more.end());
+  return r;
+}
+
+// The page a shell's live::Publisher writes (with no link: its counters 0), then EXTRA snapshots 100 ms apart of
+// a downlink delivering 12 Mbit/s out of 12 offered, a queue, drops, a mean stay of 20 ms, "on" (tm-onoff), and a
+// quiet uplink, as the shell rewrites them; the last one ended if ENDED.
+void live_page(const fs::path& out, int extra, bool ended) {
+  live::ShellFacts facts{"tm-onoff", "[onoff 12mbit]", "--rate 12mbit --on 2s --off 100ms",
+                         "chromium --headless --disable-gpu https://a.test/", 1};
+  const live::Publisher publisher(facts, {}, kBoot);
+  std::string page;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (fs::read_symlink(entry.path(), ec).string() != std::string("/memfd:") + live::kMemfdName + " (deleted)")
+      continue;
+    page.resize(sizeof(live::Page));
+    if (pread(std::stoi(entry.path().filename().string()), page.data(), page.size(), 0) != ssize_t(page.size()))
+      throw Error("cannot read the live page");
+    break;
+  }
+  if (page.empty()) throw Error("no live page in /proc/self/fd");
+  std::ofstream o(out, std::ios::binary);
+  o.write(page.data(), static_cast<std::streamsize>(page.size()));
+  for (int i = 1; i <= extra; ++i) {
+    live::Snapshot s{};
+    s.published = kBoot + i * 100 * kMs;
+    s.ended = ended && i == extra ? 1 : 0;
+    live::Direction& down = s.dir[1];
+    down.in_bytes = i * 152000u, down.out_bytes = i * 150000u, down.dropped_bytes = i * 1500u;
+    down.in_packets = i * 102u, down.out_packets = i * 100u, down.queued_packets = 1;
+    down.dropped[static_cast<int>(DropCause::kQueue)] = i;
+    down.offered_bytes = i * 150000u, down.limited = 1;
+    down.departures = i * 100u, down.sojourn_sum = i * 100 * 20 * kMs, down.sojourn_max = 31 * kMs;
+    std::strcpy(down.state, "on");
+    s.dir[0].in_bytes = s.dir[0].out_bytes = i * 3000u, s.dir[0].departures = i * 40u;
+    s.dir[0].sojourn_sum = i * 40 * 200000;
+    o.write(reinterpret_cast<const char*>(&s), sizeof s);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,7 +298,8 @@ int main(int argc, char** argv) {
   }
   const fs::path corpus = argv[1];
   try {
-    for (const char* d : {"record-raw", "probe-raw", "pcap"}) fs::create_directories(corpus / d);
+    for (const char* d : {"record-raw", "probe-raw", "pcap", "dns", "replay-http2", "live-page"})
+      fs::create_directories(corpus / d);
     record_raw(corpus / "record-raw" / "recorded.raw", 120, {17, 18, 60}, 90, true);
     record_raw(corpus / "record-raw" / "killed.raw", 40, {}, -1, false);
     probe_raw(corpus / "probe-raw" / "probed.raw", 24, 0, true);
@@ -183,6 +310,26 @@ int main(int argc, char** argv) {
     frame(corpus / "pcap" / "tcp6-gso-whole", 1, true, 6, 3000, 1200);
     frame(corpus / "pcap" / "udp6-gso", 4, true, 17, 2500, 1000);
     frame(corpus / "pcap" / "tcp4-tiny-mss", 3, false, 6, 64, 7);
+    dns_query(corpus / "dns" / "a", "a.test.", LDNS_RR_TYPE_A, 0, 0x1a2b);
+    dns_query(corpus / "dns" / "aaaa-edns", "www.a.test.", LDNS_RR_TYPE_AAAA, 1232, 0x3c4d);
+    dns_query(corpus / "dns" / "upper-case", "B.TEST.", LDNS_RR_TYPE_A, 0, 7);
+    dns_query(corpus / "dns" / "many-cut-to-tc", "many.test.", LDNS_RR_TYPE_A, 0, 0xbeef);
+    dns_query(corpus / "dns" / "many-any-edns", "many.test.", LDNS_RR_TYPE_ANY, 4096, 0xcafe);
+    dns_query(corpus / "dns" / "unknown-mx", "example.com.", LDNS_RR_TYPE_MX, 1200, 0x0101);
+    h2_connection(corpus / "replay-http2" / "page-load",
+                  {h2_get("/", true), h2_get("/style.css", false), h2_get("/app.js?x=1&v=2", false),
+                   h2_get("/missing.png", false)});
+    H2Request post = h2_get("/api", false, {{"content-type", "application/json"}});
+    post.headers[0].second = "POST";
+    post.body = "{\"q\":1}";
+    H2Request head = h2_get("/", false);
+    head.headers[0].second = "HEAD";
+    h2_connection(corpus / "replay-http2" / "revalidate-post-head",
+                  {h2_get("/style.css", false, {{"if-none-match", "\"v1\""}}), post, head, h2_get("/cached.css", false),
+                   h2_get("/again", false), h2_get("/again", false), h2_get("/aborted", false), h2_get("/old", false)});
+    live_page(corpus / "live-page" / "published", 0, false);
+    live_page(corpus / "live-page" / "twelve-mbit-for-a-second", 8, false);
+    live_page(corpus / "live-page" / "ended", 2, true);
   } catch (const std::exception& e) {
     std::cerr << "make-seeds: " << e.what() << "\n";
     return 1;

@@ -13,6 +13,7 @@
 #include "queues/delay_queue.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
+#include "util/parse.hh"
 #include "webrecord/proxy.hh"
 #include "webserve/certs.hh"
 
@@ -75,8 +76,11 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   const bool insecure = vm.count("insecure-upstream") && vm["insecure-upstream"].as<bool>();
   const std::string upstream_ca = read_upstream_ca(vm);
   if (!upstream_ca.empty() && insecure) throw UsageError("--upstream-ca and --insecure-upstream: give one of them");
+  const uint64_t max_body = vm.count("max-body")
+                                ? parse_bytes("--max-body", option_text(vm, "max-body"), 1, kMaxQueueLimit)
+                                : webrecord::kDefaultMaxBody;
   const std::string dir = recording_directory(vm);
-  shell.outside.argv = {own_executable(), "--proxy", dir};
+  shell.outside.argv = {own_executable(), "--proxy", dir, "--max-body", std::to_string(max_body)};
   if (!upstream_ca.empty()) shell.outside.argv.insert(shell.outside.argv.end(), {"--upstream-ca", upstream_ca});
   if (insecure) shell.outside.argv.push_back("--insecure-upstream");
   if (shell.verbose) shell.outside.argv.push_back("--verbose");
@@ -96,7 +100,9 @@ void describe(Tool& tool) {
       ("dir", text_value("DIR"), "the recording's directory (made if missing; its CA is kept there)")  //
       ("upstream-ca", text_value("FILE"),
        "check the origins' certificates against the CA certificates in FILE (PEM) instead of the system's")  //
-      ("insecure-upstream", po::bool_switch(), "do not check the origins' certificates at all");
+      ("insecure-upstream", po::bool_switch(), "do not check the origins' certificates at all")              //
+      ("max-body", text_value("SIZE"),
+       "record no exchange with a body over SIZE (default 256MiB): relayed whole, said, not recorded");
   tool.positional.add("dir", 1);
   tool.configure = configure;
   tool.files = [](const po::variables_map& vm) {  // the origins' CA, which a capture must not overwrite
@@ -105,9 +111,9 @@ void describe(Tool& tool) {
   };
 }
 
-// The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--verbose]`, which the
-// shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until SIGTERM, then says what it
-// recorded in one line and exits (1 if a record could not be written).
+// The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--max-body BYTES]
+// [--verbose]`, which the shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until
+// SIGTERM, then says what it recorded in one line and exits (1 if a record could not be written).
 int run_proxy(int argc, char** argv) {
   po::options_description options("tm-webrecord --proxy");
   webrecord::ProxyConfig config;
@@ -115,6 +121,7 @@ int run_proxy(int argc, char** argv) {
       ("proxy", text_value("DIR"), "the recording's directory")                       //
       ("upstream-ca", text_value("FILE"), "the origins' CA")                          //
       ("insecure-upstream", po::bool_switch(&config.insecure_upstream), "no checks")  //
+      ("max-body", po::value(&config.max_body), "bytes")                              //
       ("verbose", po::bool_switch(&config.verbose), "a line per exchange");
   try {
     po::variables_map vm;

@@ -105,6 +105,16 @@ std::vector<Rates> ShellState::per_second(int n) const {
   return out;
 }
 
+void ShellState::take(const Snapshot& s) {
+  if (!history.empty() && history.back().published == s.published) return;
+  history.push_back(s);
+  while (history.front().published < s.published - Monitor::kHistory) history.pop_front();
+  auto from = std::find_if(history.rbegin(), history.rend(),
+                           [&](const Snapshot& h) { return h.published <= s.published - Monitor::kRecent; });
+  recent = rates_between(from == history.rend() ? history.front() : *from, s);
+  ended = s.ended != 0;
+}
+
 void Monitor::adopt(pid_t pid, const std::string& path, Nanos now) {
   try {
     Watched w{std::make_unique<LivePage>(path), {}};
@@ -134,15 +144,7 @@ void Monitor::refresh(const std::map<pid_t, std::string>& pages, Nanos now) {
   }
   for (auto& [pid, w] : watched_) {
     Snapshot s;
-    if (!w.page->read(s)) continue;
-    ShellState& st = w.state;
-    if (!st.history.empty() && st.history.back().published == s.published) continue;
-    st.history.push_back(s);
-    while (st.history.front().published < s.published - kHistory) st.history.pop_front();
-    auto from = std::find_if(st.history.rbegin(), st.history.rend(),
-                             [&](const Snapshot& h) { return h.published <= s.published - kRecent; });
-    st.recent = rates_between(from == st.history.rend() ? st.history.front() : *from, s);
-    st.ended = s.ended != 0;
+    if (w.page->read(s)) w.state.take(s);
   }
   link_parents();
 }

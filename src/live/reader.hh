@@ -48,6 +48,9 @@ struct ShellState {
   Rates recent;                  // over the last kRecent (or since the shell was first seen)
   bool ended = false;            // the command has exited (the shell is finishing)
   const Snapshot& latest() const { return history.back(); }
+  // Takes S, just read from the shell's page, into the history (unless it is the last one again), the recent
+  // rates and ENDED. Monitor::refresh gives it each shell's snapshot; the fuzz target, pages of its own.
+  void take(const Snapshot& s);
   // Direction D in each whole second of the last N, oldest first, as far as the history reaches.
   std::vector<Rates> per_second(int n) const;
 };

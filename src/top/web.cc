@@ -42,7 +42,8 @@ class Figures {
   std::string json_ = "{\"shells\": []}\n";
 };
 
-http::response<http::string_body> respond(const http::request<http::string_body>& req, const Figures& figures) {
+http::response<http::string_body> respond(const http::request<http::string_body>& req,
+                                          const std::function<std::string()>& json) {
   const std::string target(req.target());
   const std::string path = target.substr(0, target.find('?'));
   http::response<http::string_body> res{http::status::ok, req.version()};
@@ -60,31 +61,34 @@ http::response<http::string_body> respond(const http::request<http::string_body>
     res.body() = kWebPage;
   } else if (path == "/shells.json") {
     res.set(http::field::content_type, "application/json");
-    res.body() = figures.json();
+    res.body() = json();
   } else {
     res.result(http::status::not_found);
     res.body() = "not found\n";
   }
   res.prepare_payload();
+  // A HEAD's answer is a GET's without the body: its Content-Length kept, no bytes after the header (sent, they
+  // would be read as the next response).
+  if (req.method() == http::verb::head) res.body().clear();
   return res;
 }
 
-void serve(tcp::socket socket, const Figures& figures) {
+}  // namespace
+
+void serve_connection(tcp::socket socket, const std::function<std::string()>& json) {
   beast::error_code ec;
   beast::flat_buffer buffer;
   for (;;) {
     http::request<http::string_body> req;
     http::read(socket, buffer, req, ec);
     if (ec) break;
-    http::response<http::string_body> res = respond(req, figures);
+    http::response<http::string_body> res = respond(req, json);
     res.keep_alive(req.keep_alive());
     http::write(socket, res, ec);
     if (ec || !res.keep_alive()) break;
   }
   socket.shutdown(tcp::socket::shutdown_send, ec);
 }
-
-}  // namespace
 
 void parse_web_address(const std::string& text, WebOptions& o) {
   std::string port = text;
@@ -134,7 +138,9 @@ int run_web(live::Monitor& monitor, const WebOptions& o, Nanos interval) {
     tcp::socket socket{io};
     acceptor.accept(socket, ec);
     if (ec) continue;
-    std::thread(serve, std::move(socket), std::cref(figures)).detach();
+    std::thread(serve_connection, std::move(socket),
+                std::function<std::string()>([&figures] { return figures.json(); }))
+        .detach();
   }
 }
 

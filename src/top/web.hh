@@ -3,7 +3,9 @@
 // (json_view with each direction's last minute); the page asks for them twice a second and redraws.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "live/reader.hh"
@@ -19,6 +21,10 @@ struct WebOptions {
 
 // Reads "[ADDR:]PORT" ("8080", "127.0.0.1:8080", "[::1]:8080") into O; throws UsageError naming --web.
 void parse_web_address(const std::string& text, WebOptions& o);
+
+// Answers the requests of one connection until it ends or asks to close, with JSON() as /shells.json. Blocking:
+// run_web gives each connection a thread of its own (the fuzz target, one end of a socket pair).
+void serve_connection(boost::asio::ip::tcp::socket socket, const std::function<std::string()>& json);
 
 // Serves until killed; refreshes MONITOR every INTERVAL. Prints "tm-top: serving http://ADDR:PORT/" on stderr
 // once listening. Throws UsageError for a non-loopback address without O.expose, Error if it cannot listen.

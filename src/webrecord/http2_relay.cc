@@ -28,6 +28,7 @@ struct Stream {
   bool request_ended = false, response_ended = false, response_submitted = false, final_headers = false;
   bool informational = false;  // the origin's headers being read are a 1xx's, not passed on
   bool recorded = false;
+  bool over = false;  // a body went over the limit: relayed on, neither body kept
   int status = 0;
 };
 
@@ -40,12 +41,11 @@ struct Side {
 
 class Http2Relay {
  public:
-  Http2Relay(SSL* client, SSL* origin, const web::RawExchange& base,
-             const std::function<void(const web::RawExchange&)>& record)
+  Http2Relay(SSL* client, SSL* origin, const web::RawExchange& base, const Exchanges& out)
       : client_{client, SSL_get_fd(client), nullptr, {}},
         origin_{origin, SSL_get_fd(origin), nullptr, {}},
         base_(base),
-        record_(record) {}
+        out_(out) {}
   ~Http2Relay() {
     nghttp2_session_del(client_.session);
     nghttp2_session_del(origin_.session);
@@ -80,8 +80,12 @@ class Http2Relay {
  private:
   std::optional<Unrecorded> outcome() const {
     if (malformed_) return Unrecorded::kMalformed;
-    for (const auto& s : streams_)
+    bool over = false;
+    for (const auto& s : streams_) {
       if (!s->recorded) return Unrecorded::kCutShort;
+      over = over || s->over;
+    }
+    if (over) return Unrecorded::kTooLarge;
     return std::nullopt;
   }
 
@@ -122,12 +126,20 @@ class Http2Relay {
     auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, stream_id));
     if (!s) return 0;
     const std::string_view bytes(reinterpret_cast<const char*>(data), len);
+    const std::string& body = r.from_client(session) ? s->request_body : s->response_body;
+    if (!s->over && body.size() + len > r.out_.max_body) {
+      s->over = true;
+      s->request_body.clear();
+      s->request_body.shrink_to_fit();
+      s->response_body.clear();
+      s->response_body.shrink_to_fit();
+    }
     if (r.from_client(session)) {
-      s->request_body.append(bytes);
+      if (!s->over) s->request_body.append(bytes);
       s->to_origin.append(bytes);
       if (s->origin_id >= 0) nghttp2_session_resume_data(r.origin_.session, s->origin_id);
     } else {
-      s->response_body.append(bytes);
+      if (!s->over) s->response_body.append(bytes);
       s->to_client.append(bytes);
       if (s->response_submitted) nghttp2_session_resume_data(r.client_.session, s->client_id);
     }
@@ -253,7 +265,10 @@ class Http2Relay {
     s.request_body.clear();
     s.response_body.clear();
     s.recorded = true;
-    record_(e);
+    if (!s.over)
+      out_.record(e);
+    else if (out_.too_large)
+      out_.too_large(e);
   }
 
   // TLS's bytes into the session; false once the side has ended.
@@ -315,16 +330,15 @@ class Http2Relay {
 
   Side client_, origin_;
   const web::RawExchange& base_;
-  const std::function<void(const web::RawExchange&)>& record_;
+  const Exchanges& out_;
   std::vector<std::unique_ptr<Stream>> streams_;
   bool malformed_ = false;  // a side's bytes refused by nghttp2
 };
 
 }  // namespace
 
-std::optional<Unrecorded> relay_http2(SSL* client, SSL* origin, const web::RawExchange& base,
-                                      const std::function<void(const web::RawExchange&)>& record) {
-  return Http2Relay(client, origin, base, record).run();
+std::optional<Unrecorded> relay_http2(SSL* client, SSL* origin, const web::RawExchange& base, const Exchanges& out) {
+  return Http2Relay(client, origin, base, out).run();
 }
 
 }  // namespace tracemod::webrecord

@@ -9,14 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/asio/buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +23,8 @@
 #include "util/file_descriptor.hh"
 #include "util/signals.hh"
 #include "web/writer.hh"
+#include "webrecord/conn.hh"
+#include "webrecord/http1_relay.hh"
 #include "webrecord/http2_relay.hh"
 #include "webrecord/opaque.hh"
 #include "webrecord/opening.hh"
@@ -42,10 +41,6 @@
 namespace tracemod::webrecord {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-
-constexpr size_t kReadSize = 64 * 1024;
 // The protocols relayed: an origin is offered no other, so no client is given another.
 constexpr std::string_view kRelayed[] = {"h2", "http/1.1"};
 
@@ -64,68 +59,8 @@ std::string ssl_error_text() {
   return buf;
 }
 
-struct SslFree {
-  void operator()(SSL* s) const { SSL_free(s); }
-};
 struct SslCtxFree {
   void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
-};
-
-// One side of a relay: a socket, with TLS on it or not. Blocking.
-class Conn {
- public:
-  explicit Conn(FileDescriptor fd) : fd_(std::move(fd)) {}
-  int fd() const { return fd_.get(); }
-  void set_ssl(SSL* ssl) { ssl_.reset(ssl); }
-  SSL* ssl() const { return ssl_.get(); }
-
-  // Bytes read into OUT (appended); 0 at the end of the stream (or an error).
-  size_t read(std::string& out) {
-    char buf[kReadSize];
-    ssize_t n;
-    if (ssl_) {
-      n = SSL_read(ssl_.get(), buf, sizeof buf);
-      if (n <= 0) return 0;
-    } else {
-      while ((n = ::read(fd_.get(), buf, sizeof buf)) < 0 && errno == EINTR) {
-      }
-      if (n <= 0) return 0;
-    }
-    out.append(buf, static_cast<size_t>(n));
-    return static_cast<size_t>(n);
-  }
-
-  bool write(std::string_view data) {
-    while (!data.empty()) {
-      ssize_t n;
-      if (ssl_) {
-        n = SSL_write(ssl_.get(), data.data(), static_cast<int>(std::min<size_t>(data.size(), 1 << 30)));
-        if (n <= 0) return false;
-      } else {
-        n = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-      }
-      data.remove_prefix(static_cast<size_t>(n));
-    }
-    return true;
-  }
-
-  void shutdown() {
-    if (ssl_) SSL_shutdown(ssl_.get());
-    if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
-  }
-
-  // Closed with a reset, as a refused connection would be answered.
-  void reset() {
-    const linger abort{1, 0};
-    setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
-    fd_.reset();
-  }
-
- private:
-  FileDescriptor fd_;
-  std::unique_ptr<SSL, SslFree> ssl_;
 };
 
 std::string address_text(const sockaddr_storage& sa, uint16_t& port) {
@@ -161,19 +96,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-// "a.com:443" -> "a.com", "[::1]:8443" -> "::1".
-std::string host_of(const std::string& authority) {
-  if (!authority.empty() && authority[0] == '[') return lower(authority.substr(1, authority.find(']') - 1));
-  const size_t colon = authority.find(':');
-  return lower(colon != std::string::npos && authority.find(':', colon + 1) == std::string::npos
-                   ? authority.substr(0, colon)
-                   : authority);
-}
-
 class Recorder;
-
-// How a message's relaying ended.
-enum class Message { kWhole, kNone, kCut, kMalformed };  // kNone: the side ended before its first byte
 
 // One client connection and its origin, on a thread of its own.
 class Relay {
@@ -197,11 +120,8 @@ class Relay {
   std::optional<Unrecorded> relay_opaque(Unrecorded why);
   bool connect_upstream();
   bool upstream_tls(const std::string& sni, const std::string& alpn_wire);
-  bool relay_exchange(std::optional<Unrecorded>& why);
-  template <bool isRequest>
-  Message relay_message(Conn& from, std::string& buffer, Conn& to, http::parser<isRequest, http::string_body>& parser,
-                        web::RawMessage& raw, std::string* held);
   web::RawExchange exchange_base() const;
+  Exchanges exchanges();  // to the recorder
   std::string where() const { return (sni_.empty() ? address_ : sni_) + ":" + std::to_string(port_); }
 
   Recorder& recorder_;
@@ -213,7 +133,6 @@ class Relay {
   bool https_ = false;
   std::string sni_, protocol_ = "http/1.1";
   std::optional<Unrecorded> tls_failure_;  // why the ClientHello callback failed the client's handshake
-  std::string from_client_, from_origin_;  // read, not yet parsed
 };
 
 class Recorder {
@@ -243,6 +162,14 @@ class Recorder {
   webserve::CertificateAuthority& ca() { return ca_; }
   bool verbose() const { return config_.verbose; }
   void unrecorded(Unrecorded why) { tally_.unrecorded(why); }
+  uint64_t max_body() const { return config_.max_body; }
+
+  // An exchange relayed whole but not recorded, as a body of it went over --max-body: said at once, verbose or not.
+  void too_large(const web::RawExchange& e) {
+    say(e.host + ":" + std::to_string(e.port) + ": " + e.request.first_line.substr(0, e.request.first_line.rfind(' ')) +
+        " -> " + e.response.first_line + ": a body over --max-body (" + std::to_string(config_.max_body) +
+        " bytes): relayed, not recorded");
+  }
 
   void record(const web::RawExchange& e) {
     const std::lock_guard<std::mutex> lock(write_mutex_);
@@ -386,51 +313,6 @@ bool Relay::upstream_tls(const std::string& sni, const std::string& alpn_wire) {
   return true;
 }
 
-// Reads one message from FROM through PARSER (Beast: the start line, the headers, the body's framing), and
-// passes its bytes on to TO as they are parsed, unchanged. RAW gets the start line, the headers and the body's
-// bytes as they came (chunk framing included). HELD, if given, gets the piece that completes the message
-// instead of TO, so that the caller can record the exchange before the client has all of it.
-template <bool isRequest>
-Message Relay::relay_message(Conn& from, std::string& buffer, Conn& to,
-                             http::parser<isRequest, http::string_body>& parser, web::RawMessage& raw,
-                             std::string* held) {
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-  parser.header_limit(1 << 20);
-  bool header_taken = false;
-  while (!parser.is_done()) {
-    beast::error_code ec;
-    size_t used = 0;
-    if (!buffer.empty()) {
-      // Not eager: the first bytes taken are the whole header, then the body's, a piece at a time.
-      used = parser.put(boost::asio::buffer(buffer.data(), buffer.size()), ec);
-      if (ec && ec != http::error::need_more) return Message::kMalformed;
-      if (used) {
-        const std::string_view taken(buffer.data(), used);
-        if (held && parser.is_done())
-          held->assign(taken);
-        else if (!to.write(taken))
-          return Message::kCut;
-        if (header_taken)
-          raw.body.append(taken);
-        else
-          raw.first_line = std::string(taken.substr(0, taken.find_first_of("\r\n")));
-        header_taken = true;
-        buffer.erase(0, used);
-      }
-    }
-    if (parser.is_done()) break;
-    if (used && !buffer.empty()) continue;
-    if (from.read(buffer) == 0) {
-      if (!header_taken && buffer.empty()) return Message::kNone;
-      if (isRequest || !parser.is_header_done() || !buffer.empty()) return Message::kCut;
-      parser.put_eof(ec);  // a response whose body ends with the connection
-      if (ec) return Message::kCut;
-    }
-  }
-  for (const auto& f : parser.get()) raw.headers.push_back({std::string(f.name_string()), std::string(f.value())});
-  return Message::kWhole;
-}
-
 web::RawExchange Relay::exchange_base() const {
   web::RawExchange e;
   e.address = address_;
@@ -441,52 +323,17 @@ web::RawExchange Relay::exchange_base() const {
   return e;
 }
 
-// One exchange relayed and recorded (the response's last piece reaches the client after the record is
-// written: a response the command has whole is in the recording). True to go on with the next; false once the
-// connection is over, WHY set if something went unrecorded.
-bool Relay::relay_exchange(std::optional<Unrecorded>& why) {
-  web::RawExchange e = exchange_base();
-  http::request_parser<http::string_body> request;
-  if (const Message m = relay_message(client_, from_client_, *origin_, request, e.request, nullptr);
-      m != Message::kWhole) {
-    if (m != Message::kNone) why = m == Message::kMalformed ? Unrecorded::kMalformed : Unrecorded::kCutShort;
-    return false;
-  }
-  const bool head = request.get().method() == http::verb::head;
-  std::optional<http::response_parser<http::string_body>> response;
-  std::string held;
-  for (;;) {  // 1xx responses (100 Continue) are passed on, not recorded
-    response.emplace();
-    response->skip(head);
-    e.response = {};
-    const Message m = relay_message(*origin_, from_origin_, client_, *response, e.response, &held);
-    if (m != Message::kWhole) {
-      why = m == Message::kMalformed ? Unrecorded::kMalformed : Unrecorded::kCutShort;
-      return false;
-    }
-    const unsigned status = response->get().result_int();
-    if (status / 100 != 1) break;
-    const bool passed = client_.write(held);
-    if (status == 101 || !passed) {  // a protocol switch (WebSocket) is passed on, and the connection ended
-      why = passed ? Unrecorded::kSwitched : Unrecorded::kCutShort;
-      return false;
-    }
-  }
-  if (const std::string host(request.get()[http::field::host]); !host.empty()) e.host = host_of(host);
-  recorder_.record(e);
-  return client_.write(held) && request.get().keep_alive() && response->get().keep_alive();
+Exchanges Relay::exchanges() {
+  return {recorder_.max_body(), [this](const web::RawExchange& e) { recorder_.record(e); },
+          [this](const web::RawExchange& e) { recorder_.too_large(e); }};
 }
 
 std::optional<Unrecorded> Relay::relay_http1() {
-  std::optional<Unrecorded> why;
-  while (relay_exchange(why)) {
-  }
-  return why;
+  return webrecord::relay_http1(client_, *origin_, exchange_base(), exchanges());
 }
 
 std::optional<Unrecorded> Relay::relay_http2() {
-  return webrecord::relay_http2(client_.ssl(), origin_->ssl(), exchange_base(),
-                                [this](const web::RawExchange& e) { recorder_.record(e); });
+  return webrecord::relay_http2(client_.ssl(), origin_->ssl(), exchange_base(), exchanges());
 }
 
 // The client's handshake held inside the ClientHello callback while the origin's is made (on_client_hello);

@@ -16,12 +16,17 @@ namespace tracemod::webrecord {
 // Where the shell redirects to, on its link's outer addresses.
 constexpr uint16_t kProxyPort = 8479;
 
+// --max-body's default: a body larger (a video, a disk image) is relayed whole but not recorded, and said; the
+// recorder holds a body whole in memory until its record is written.
+constexpr uint64_t kDefaultMaxBody = uint64_t{256} << 20;
+
 struct ProxyConfig {
-  std::string dir;                     // the recording: its CA (ca.pem, ca.key) and the records
-  std::vector<std::string> addresses;  // to listen on, at kProxyPort
-  std::string upstream_ca;             // a CA file the origins' certificates are checked against ("": the system's)
-  bool insecure_upstream = false;      // origins' certificates not checked at all
-  bool verbose = false;                // one line per exchange recorded
+  std::string dir;                      // the recording: its CA (ca.pem, ca.key) and the records
+  std::vector<std::string> addresses;   // to listen on, at kProxyPort
+  std::string upstream_ca;              // a CA file the origins' certificates are checked against ("": the system's)
+  bool insecure_upstream = false;       // origins' certificates not checked at all
+  bool verbose = false;                 // one line per exchange recorded
+  uint64_t max_body = kDefaultMaxBody;  // a request's or response's body as sent, bytes: over it, not recorded
 };
 
 // Throws Error unless FILE holds at least one CA certificate OpenSSL can read.

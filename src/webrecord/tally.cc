@@ -26,6 +26,8 @@ std::string reason(Unrecorded why, uint64_t n) {
       return "closed mid-exchange";
     case Unrecorded::kSwitched:
       return "protocol switch (WebSocket) not relayed";
+    case Unrecorded::kTooLarge:
+      return "with a body over --max-body (relayed, that exchange not recorded)";
     case Unrecorded::kCount:
       break;
   }

@@ -20,6 +20,7 @@ enum class Unrecorded {
   kMalformed,    // a message the HTTP parser (Beast, nghttp2) refused
   kCutShort,     // a side closed in the middle of an exchange
   kSwitched,     // a protocol switch (101, WebSocket): the connection is ended there
+  kTooLarge,     // an exchange with a body over --max-body: relayed whole, not recorded; the connection went on
   kCount,
 };
 

@@ -29,11 +29,13 @@ struct Stream {
 // A larger write lets TLS fill its records; the cap keeps one connection from buffering a whole large body.
 constexpr size_t kWriteBatch = 256 * 1024;
 
-class Http2Session : public std::enable_shared_from_this<Http2Session> {
+template <class AsyncStream>
+class Http2Session : public std::enable_shared_from_this<Http2Session<AsyncStream>> {
  public:
-  Http2Session(std::unique_ptr<TlsStream> stream, ReplayServer& server, tcp::endpoint local)
+  Http2Session(std::unique_ptr<AsyncStream> stream, ReplayServer& server, tcp::endpoint local)
       : stream_(std::move(stream)), server_(server), local_(std::move(local)) {}
   ~Http2Session() { nghttp2_session_del(session_); }
+  using std::enable_shared_from_this<Http2Session>::shared_from_this;  // a dependent base's: named, not found
 
   void start() {
     nghttp2_session_callbacks* cb = nullptr;
@@ -196,7 +198,7 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
     stream_->lowest_layer().close(ignored);
   }
 
-  std::unique_ptr<TlsStream> stream_;
+  std::unique_ptr<AsyncStream> stream_;
   ReplayServer& server_;
   tcp::endpoint local_;
   nghttp2_session* session_ = nullptr;
@@ -209,8 +211,12 @@ class Http2Session : public std::enable_shared_from_this<Http2Session> {
 
 }  // namespace
 
-void start_http2(std::unique_ptr<TlsStream> stream, ReplayServer& server, tcp::endpoint local) {
-  std::make_shared<Http2Session>(std::move(stream), server, std::move(local))->start();
+template <class AsyncStream>
+void start_http2(std::unique_ptr<AsyncStream> stream, ReplayServer& server, tcp::endpoint local) {
+  std::make_shared<Http2Session<AsyncStream>>(std::move(stream), server, std::move(local))->start();
 }
+
+template void start_http2(std::unique_ptr<TlsStream>, ReplayServer&, tcp::endpoint);
+template void start_http2(std::unique_ptr<tcp::socket>, ReplayServer&, tcp::endpoint);
 
 }  // namespace tracemod::webserve::detail

@@ -329,12 +329,18 @@ void ReplayServer::accept(Listener& l) {
       if (l.scheme == web::Scheme::kHttps)
         start_tls(std::move(socket), tls_->ctx, *this, l.local, l.address);
       else
-        std::make_shared<Http1Session<tcp::socket>>(std::make_unique<tcp::socket>(std::move(socket)), *this,
-                                                    web::Scheme::kHttp, l.local)
-            ->read();
+        serve_connection(std::move(socket), web::Scheme::kHttp, false, l.local);
     }
     accept(l);
   });
+}
+
+void ReplayServer::serve_connection(tcp::socket socket, web::Scheme scheme, bool http2, const tcp::endpoint& local) {
+  auto stream = std::make_unique<tcp::socket>(std::move(socket));
+  if (http2)
+    start_http2(std::move(stream), *this, local);
+  else
+    std::make_shared<Http1Session<tcp::socket>>(std::move(stream), *this, scheme, local)->read();
 }
 
 Served ReplayServer::answer(const web::Asked& asked, const tcp::endpoint& local) {

@@ -56,6 +56,12 @@ class ReplayServer {
   // Requests the recording could not answer so far.
   size_t misses() const { return misses_; }
 
+  // Serves one connection without TLS that arrived at LOCAL, as SCHEME: HTTP/1.1, or HTTP/2 from its first byte
+  // if HTTP2 (the listeners speak h2 only over TLS). accept() hands it every plain http connection; the fuzz
+  // targets hand it one end of a socketpair, to feed both sessions bytes with no listener and no TLS.
+  void serve_connection(boost::asio::ip::tcp::socket socket, web::Scheme scheme, bool http2,
+                        const boost::asio::ip::tcp::endpoint& local);
+
   // Used by the connections: the response to ASKED (its headers included), which arrived at LOCAL.
   Served answer(const web::Asked& asked, const boost::asio::ip::tcp::endpoint& local);
   void record_time(int64_t ns) {

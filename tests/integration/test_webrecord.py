@@ -8,8 +8,8 @@ the same site, tm-webrecord nested inside it records curl fetching every object,
 byte for byte. Every TCP port is intercepted but DNS's, and told by its first bytes (webrecord_far.py's far side
 in an enclosing shell, as root and as the user): a dev server on 3000, TLS on 8443 and IPv6 are recorded and
 replay byte for byte, an echo and a server that speaks first pass through unrecorded and are counted in the exit
-line, DNS over TCP is not intercepted, and a record that cannot be written fails the run. Bad input is refused
-in one line; nothing is left after SIGKILL."""
+line, DNS over TCP is not intercepted, a record that cannot be written fails the run, and a body over --max-body
+is relayed whole, said and not recorded. Bad input is refused in one line; nothing is left after SIGKILL."""
 import ipaddress
 import json
 import os
@@ -246,6 +246,15 @@ def test_bad_input_is_one_line_and_exit_2(user, tools, public_tmp, case):
     assert os.listdir(path) == [] if case != "a file" else path.read_text() == "x"
 
 
+@pytest.mark.parametrize("size", ["0", "12xyz", "-1"])
+def test_a_bad_max_body_is_one_line_and_exit_2(user, tools, public_tmp, size):
+    path = public_tmp / "dir"
+    r = user.run(record(tools, path, "--max-body", size, cmd=["true"]))
+    assert r.returncode == 2, r.stderr
+    line, *hint = r.stderr.splitlines()
+    assert line.startswith(f"tm-webrecord: invalid --max-body '{size}'"), r.stderr
+    assert hint[0].startswith("usage: tm-webrecord") and len(hint) == 2, r.stderr
+    assert not path.exists()  # nothing made
 def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
     directory = public_tmp / "rec"
     p = spawn(who, record(tools, directory, cmd=sh("echo ready; exec sleep 1000")),
@@ -303,13 +312,14 @@ done"""
 
 # The far side of the any-port tests, in the command namespace of an enclosing shell (tm-delay 0), which is the
 # recorder's P: webrecord_far.py's servers on addresses of its own there, then tm-webrecord around the client.
-# $1 the far side's source, $2 tm-webrecord, $3 DIR, $4 the far side's certificates; the client's argv after.
+# $1 the far side's source, $2 tm-webrecord, $3 DIR, $4 the far side's certificates, $5 more options of
+# tm-webrecord (words); the client's argv after.
 FAR_SHELL = r'''
-far=$1 webrecord=$2 dir=$3 certs=$4
-shift 4
+far=$1 webrecord=$2 dir=$3 certs=$4 options=$5
+shift 5
 ip addr add 10.98.0.1/32 dev lo && ip addr add fd98::1/128 dev lo nodad && \
   python3 -c "$far" serve "$certs" 10.98.0.1 fd98::1 || exit 9
-exec "$webrecord" "$dir" --upstream-ca "$certs/ca.pem" -- "$@"
+exec "$webrecord" "$dir" --upstream-ca "$certs/ca.pem" $options -- "$@"
 '''
 # A dev server's plain HTTP on 3000, TLS on 8443 and IPv6, recorded; a status not 200 too.
 DEV_URLS = ["http://dev.test:3000/a.txt", "http://dev.test:3000/missing", "https://dev.test:8443/b.txt",
@@ -335,16 +345,16 @@ def far_source():
         return f.read()
 
 
-def record_far(who, tools, public_tmp, directory, client, *args, fsize=None):
-    """tm-delay 0 -- (webrecord_far.py serving; tm-webrecord DIRECTORY -- sh -c CLIENT ARGS...), as WHO, with
-    RLIMIT_FSIZE at FSIZE bytes if given."""
+def record_far(who, tools, public_tmp, directory, client, *args, fsize=None, options=()):
+    """tm-delay 0 -- (webrecord_far.py serving; tm-webrecord OPTIONS DIRECTORY -- sh -c CLIENT ARGS...), as WHO,
+    with RLIMIT_FSIZE at FSIZE bytes if given."""
     certs = public_tmp / "far"
     certs.mkdir()
     web_site.make_certificates(str(certs), ["dev.test"], ["10.98.0.1", "fd98::1"])
     for f in [certs, *certs.iterdir()]:
         os.chmod(f, 0o755 if f.is_dir() else 0o644)
     argv = tools.delay(0, cmd=sh(FAR_SHELL, far_source(), tools.path("tm-webrecord"), directory, certs,
-                                 *sh(client, *args)))
+                                 " ".join(options), *sh(client, *args)))
     return who.run(argv if fsize is None else ["prlimit", f"--fsize={fsize}", "--", *argv])
 
 
@@ -396,6 +406,24 @@ def test_a_record_that_cannot_be_written_fails_the_run(who, tools, public_tmp):
     assert (f"tm-webrecord: {directory}: 1 exchange recorded; 1 exchange not written (the first: {failed}); "
             "0 connections not recorded") in r.stderr.splitlines(), r.stderr
     assert records(directory) == ["save.00000002"]  # the number of the one not written stays unused
+
+
+def test_a_body_over_max_body_is_relayed_whole_said_and_not_recorded(who, tools, public_tmp):
+    """--max-body 100KB: the 325 KB response reaches the command whole, its exchange is named at once and not
+    recorded, the same connection's next exchange is, the exit line counts it, and the run passes."""
+    script = ('curl -sS --max-time 10 -o /dev/null -o /dev/null -w "%{http_code} %{size_download}\\n" '
+              'http://10.98.0.1:3000/big http://10.98.0.1:3000/a.txt')
+    directory = public_tmp / "rec"
+    r = record_far(who, tools, public_tmp, directory, script, options=["--max-body", "100KB"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    big, small = len(webrecord_far.body("/big")), len(webrecord_far.body("/a.txt"))
+    assert r.stdout.split("\n") == [f"200 {big}", f"200 {small}", ""], r.stdout + r.stderr
+    assert ("tm-webrecord: 10.98.0.1:3000: GET /big -> HTTP/1.1 200 OK: a body over --max-body (100000 bytes): "
+            "relayed, not recorded") in r.stderr.splitlines(), r.stderr
+    assert (f"tm-webrecord: {directory}: 1 exchange recorded; 1 connection not recorded (1 with a body over "
+            "--max-body (relayed, that exchange not recorded))") in r.stderr.splitlines(), r.stderr
+    assert records(directory) == ["save.00000001"]
+    assert "GET /a.txt HTTP/1.1" in decode(directory / "save.00000001")
 
 
 def test_a_dev_server_on_the_hosts_loopback_is_recorded_at_tm_base(root, tools, public_tmp):

@@ -1,7 +1,8 @@
 // tm-webrecord's recorder, the parts without a shell: a connection told by its first bytes whatever its port
 // (TLS record headers, HTTP/1.x request lines, h2c's preface, anything else, bytes still to come), the wait for
 // them on loopback TCP sockets (peeked and left for the relay, the origin speaking first, a line never
-// finished), the byte relay (both ways, half-closes passed on), and the exit line's counts and wording.
+// finished), the byte relay (both ways, half-closes passed on), HTTP/1.1's relay with a body over --max-body,
+// and the exit line's counts and wording.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,9 +11,12 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
+#include "webrecord/conn.hh"
+#include "webrecord/http1_relay.hh"
 #include "webrecord/opaque.hh"
 #include "webrecord/opening.hh"
 #include "webrecord/tally.hh"
@@ -131,6 +135,79 @@ TEST(RelayBytes, BothWaysWithHalfClosesPassedOn) {
   EXPECT_EQ(client.read(0, down.size() + 1), down);
   far.join();
   relay.join();
+}
+
+// Everything FD can read until its peer closes.
+std::string read_to_end(int fd) {
+  std::string out;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+// One plain connection relayed by relay_http1 with MAX_BODY: the client sends REQUESTS and the origin RESPONSES,
+// both small enough for the sockets' buffers (there before the relay starts), then each half-closes.
+struct Http1Relayed {
+  std::vector<web::RawExchange> recorded, too_large;
+  std::optional<Unrecorded> why;
+  std::string client_got, origin_got;
+
+  Http1Relayed(const std::string& requests, const std::string& responses, uint64_t max_body) {
+    int client[2], origin[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, client), 0);
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, origin), 0);
+    FileDescriptor browser(client[1]), server(origin[1]);
+    EXPECT_EQ(::write(browser.get(), requests.data(), requests.size()), static_cast<ssize_t>(requests.size()));
+    EXPECT_EQ(::write(server.get(), responses.data(), responses.size()), static_cast<ssize_t>(responses.size()));
+    ::shutdown(browser.get(), SHUT_WR);
+    ::shutdown(server.get(), SHUT_WR);
+    web::RawExchange base;
+    base.address = base.host = "192.0.2.7";
+    base.port = 80;
+    {
+      Conn to_client{FileDescriptor(client[0])}, to_origin{FileDescriptor(origin[0])};
+      why = relay_http1(to_client, to_origin, base,
+                        {max_body, [&](const web::RawExchange& e) { recorded.push_back(e); },
+                         [&](const web::RawExchange& e) { too_large.push_back(e); }});
+    }
+    client_got = read_to_end(browser.get());
+    origin_got = read_to_end(server.get());
+  }
+};
+
+TEST(RelayHttp1, ABodyOverTheLimitIsRelayedWholeNotRecordedAndTheConnectionGoesOn) {
+  const std::string requests = "GET /big HTTP/1.1\r\nHost: a.test\r\n\r\nGET /small HTTP/1.1\r\nHost: a.test\r\n\r\n";
+  const std::string responses = "HTTP/1.1 200 OK\r\nContent-Length: 1001\r\n\r\n" + std::string(1001, 'b') +
+                                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+  const Http1Relayed r(requests, responses, 1000);
+  EXPECT_EQ(r.client_got, responses);  // each byte passed on
+  EXPECT_EQ(r.origin_got, requests);
+  ASSERT_EQ(r.too_large.size(), 1u);
+  EXPECT_EQ(r.too_large[0].request.first_line, "GET /big HTTP/1.1");
+  EXPECT_EQ(r.too_large[0].response.first_line, "HTTP/1.1 200 OK");
+  EXPECT_LE(r.too_large[0].response.body.size(), 1000u);
+  ASSERT_EQ(r.recorded.size(), 1u);
+  EXPECT_EQ(r.recorded[0].request.first_line, "GET /small HTTP/1.1");
+  EXPECT_EQ(r.recorded[0].host, "a.test");
+  EXPECT_EQ(r.recorded[0].response.body, "3\r\nabc\r\n0\r\n\r\n");  // as sent
+  EXPECT_EQ(r.why, Unrecorded::kTooLarge);
+
+  Tally t;
+  t.recorded();
+  t.unrecorded(*r.why);
+  EXPECT_EQ(t.summary("rec"),
+            "rec: 1 exchange recorded; 1 connection not recorded (1 with a body over --max-body (relayed, that "
+            "exchange not recorded))");
+  EXPECT_FALSE(t.failed());
+}
+
+TEST(RelayHttp1, ABodyAtTheLimitIsRecorded) {
+  const Http1Relayed r("POST /form HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\n\r\n0123456789",
+                       "HTTP/1.1 204 No Content\r\n\r\n", 10);
+  ASSERT_EQ(r.recorded.size(), 1u);
+  EXPECT_EQ(r.recorded[0].request.body, "0123456789");
+  EXPECT_TRUE(r.too_large.empty());
+  EXPECT_FALSE(r.why);
 }
 
 TEST(Tally, TheExitLineCountsByReason) {
