@@ -109,7 +109,7 @@ std::vector<NamedFile> path_files(const std::vector<std::string>& specs) {
     const KeyValues kv("--path " + std::to_string(i + 1), "a path", specs[i], kKeys);
     for (const std::string key : {"trace", "up-trace", "down-trace"})
       if (const std::string* t = kv.find(key); t && !t->empty())
-        files.push_back({"the trace of " + kv.name(key), DeliveryTrace::find(*t)});
+        files.push_back({"the trace of " + kv.name(key), DeliveryTrace::find_or_name(*t)});
     for (const std::string key : {"up-log", "down-log"})
       if (const std::string* log = kv.find(key); log && !log->empty()) files.push_back({kv.name(key), *log, true});
   }

@@ -47,7 +47,7 @@ std::vector<NamedFile> files(const po::variables_map& vm) {
   std::vector<NamedFile> files;
   for (const std::string dir : {"uplink", "downlink"})
     if (const std::string trace = option_text(vm, dir + "-trace"); !trace.empty())
-      files.push_back({"the " + dir + " trace", DeliveryTrace::find(trace)});
+      files.push_back({"the " + dir + " trace", DeliveryTrace::find_or_name(trace)});
   for (const std::string dir : {"uplink", "downlink"})
     if (const std::string log = option_text(vm, dir + "-log"); !log.empty())
       files.push_back({"--" + dir + "-log", log, true});

@@ -46,7 +46,7 @@ std::vector<NamedFile> files(const po::variables_map& vm) {
   for (const std::string option : {"schedule", "uplink", "downlink"})
     if (const std::string name = option_text(vm, option); !name.empty())
       files.push_back(
-          {option == "schedule" ? "the schedule" : "the " + option + "'s schedule", DeliveryTrace::find(name)});
+          {option == "schedule" ? "the schedule" : "the " + option + "'s schedule", DeliveryTrace::find_or_name(name)});
   if (const std::string log = option_text(vm, "log"); !log.empty()) files.push_back({"--log", log, true});
   return files;
 }

@@ -158,6 +158,14 @@ std::string DeliveryTrace::find(const std::string& name) {
   throw UsageError(name + ": cannot open: no such trace (looked in " + looked + ")");
 }
 
+std::string DeliveryTrace::find_or_name(const std::string& name) {
+  try {
+    return find(name);
+  } catch (const UsageError&) {
+    return name;
+  }
+}
+
 DeliveryTrace DeliveryTrace::load(const std::string& path) {
   LineReader in(path);
   return TraceBuilder(path).read(in);

@@ -38,6 +38,8 @@ class DeliveryTrace {
   // the first of $TM_TRACE_PATH's directories (colon-separated) and the installed traces that holds it.
   // A bare name found nowhere throws UsageError naming every place looked in.
   static std::string find(const std::string& name);
+  // find(NAME), or NAME if it is found nowhere: for comparing files before the reader says what is missing.
+  static std::string find_or_name(const std::string& name);
   // The directory `make install` puts the project's traces in.
   static const char* installed_dir();
   // The same for text in memory; NAME stands for the path in errors.
