@@ -182,8 +182,10 @@ def serve(params, port, host=None, ready_file=None, once=False):
     if once:
         raise common.UsageError("--once: the command workload's server is your command, which decides when it ends")
     proc = subprocess.Popen(["sh", "-c", params["server"]], start_new_session=True)
+    stopped = []
 
     def stop(*_):
+        stopped.append(1)
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -206,6 +208,8 @@ def serve(params, port, host=None, ready_file=None, once=False):
     common.mark_ready(ready_file)
     try:
         proc.wait()
+        if proc.returncode != 0 and not stopped:  # tm-run's status is the server's: the client checks it
+            raise common.RunError(f"the server exited with status {proc.returncode}")
     finally:
         stop()
         try:
