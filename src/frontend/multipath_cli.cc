@@ -35,7 +35,12 @@ struct PathDirection {
 
 // The value of "up-KEY" (or "down-KEY") if given, else of KEY, else "".
 std::string value(const KeyValues& kv, const std::string& dir, const std::string& key) {
-  if (const std::string* v = kv.find(dir + "-" + key)) return *v;
+  if (const std::string* v = kv.find(dir + "-" + key)) {
+    if ((key == "rate" || key == "trace") && kv.find(key))  // which would win is a guess: say it
+      throw UsageError(kv.option() + ": " + key + "= and " + dir + "-" + key + "= both give the " + dir +
+                       "link's capacity: give " + key + "= for both directions or up-/down-" + key + "= for each");
+    return *v;
+  }
   if (const std::string* v = kv.find(key)) return *v;
   return "";
 }
@@ -123,6 +128,10 @@ std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& sh
     for (int d : {Ferry::kUplink, Ferry::kDownlink}) (*paths)[i][d] = read_direction(kv, i, d, o);
     read_notice(kv, i, (*paths)[i], o.once, shell);
   }
+  const bool traced = std::any_of(paths->begin(), paths->end(), [](const std::array<PathDirection, 2>& p) {
+    return p[0].link.trace || p[1].link.trace;
+  });
+  if (o.once && !traced) throw UsageError("--once: every path has a constant rate, which never ends");
   for (const auto& path : *paths)  // what a full disk keeps from a log is reported at exit, as tm-link's
     for (const PathDirection& d : path)
       if (d.link.log) shell.logs.push_back(d.link.log->file());

@@ -64,6 +64,8 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   if (!shared) (*dirs)[Ferry::kDownlink] = read_direction(vm, "downlink", seed, Ferry::kDownlink, format);
   for (const Direction& d : *dirs)
     if (d.log) shell.logs.push_back(d.log->file());
+  if (!vm["log-format"].defaulted() && shell.logs.empty())
+    throw UsageError("--log-format: there is no --uplink-log or --downlink-log to write in it");
   const bool once = vm.count("once") > 0;
   if (once && !(*dirs)[0].trace && (shared || !(*dirs)[1].trace))
     throw UsageError(shared ? "--once: the shared link has a constant rate, which never ends"

@@ -17,8 +17,10 @@ std::vector<QueueFactory> configure(const po::variables_map& vm, ShellOptions& s
   MultipathOptions o;
   if (vm.count("path")) o.specs = vm["path"].as<std::vector<std::string>>();
   if (o.specs.empty()) throw UsageError("give each path with --path SPEC (e.g. --path rate=10mbit,delay=20)");
-  if (o.specs.size() > MptcpPathManager::kMaxLimit)
-    throw UsageError("at most " + std::to_string(MptcpPathManager::kMaxLimit) + " paths (MPTCP's limit)");
+  // Each path is an IPv4 and an IPv6 endpoint, and the kernel holds 8 endpoints (MPTCP_PM_ADDR_MAX).
+  constexpr size_t kMaxPaths = MptcpPathManager::kMaxLimit / 2;
+  if (o.specs.size() > kMaxPaths)
+    throw UsageError("at most " + std::to_string(kMaxPaths) + " paths (MPTCP's 8 endpoints, two per path)");
   for (const char* pcap : {"pcap", "uplink-pcap", "downlink-pcap"})
     if (vm.count(pcap))
       throw UsageError(std::string("--") + pcap + ": not available with several paths; use --path up-log=FILE");

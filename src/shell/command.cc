@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -120,7 +121,11 @@ void place_streams(const CommandSpec& spec) {
   envp.push_back(nullptr);
   execvpe(argv[0], argv.data(), envp.data());
   const int err = errno;
-  say(spec, spec.argv[0] + ": " + std::strerror(err));
+  // "tm-delay 20 30" runs "30": a name that starts with a digit is more likely an extra value than a program.
+  const bool value = err == ENOENT && std::isdigit(static_cast<unsigned char>(spec.argv[0][0])) &&
+                     spec.argv[0].find('/') == std::string::npos;
+  say(spec, spec.argv[0] + ": " + std::strerror(err) +
+                (value ? " (taken as the command: a value the shell does not take? the command goes after --)" : ""));
   _exit(err == ENOENT ? 127 : 126);  // the shell convention for "not found" / "cannot run"
 }
 

@@ -301,6 +301,9 @@ def test_notice_withdraws_the_dead_path_from_mptcp(who, tools, public_tmp):
     (["--path", "rate=10mbit", "--pcap", "x.pcapng"], "--pcap"),
     (["--path", "rate=10mbit,notice=soon"], "notice="),
     (["--path", "rate=10mbit,notice=0"], "notice="),
+    (["--path", "rate=10mbit,up-rate=5mbit"], "rate= and up-rate= both give the uplink's capacity"),
+    (["--path", "rate=10mbit", "--path", "rate=5mbit", "--once"], "--once: every path has a constant rate"),
+    (["--path", "rate=1mbit"] * 5, "at most 4 paths (MPTCP's 8 endpoints, two per path)"),
 ])
 def test_bad_paths_are_refused_in_one_line(root, tools, argv, message):
     r = root.run([tools.path("tm-multipath"), *argv, "--", "true"])

@@ -19,7 +19,15 @@ BAD_ARGUMENTS = [
     ("tm-loss", ["uplink"], "missing loss rate"),
     ("tm-loss", ["--uplink-loss", "0.1", "--seed", "abc"], "'abc'"),
     ("tm-loss", ["--uplink-loss", "0.1", "--seed", "-1"], "'-1'"),
+    ("tm-link", ["--uplink-rate", "1mbit", "--downlink-rate", "1mbit", "--log-format", "mahimahi"],
+     "--log-format: there is no --uplink-log or --downlink-log"),
 ]
+
+
+def test_an_extra_value_taken_as_the_command_is_said_to_be_one(root, tools):
+    r = root.run([tools.path("tm-delay"), "20", "30"])
+    assert r.returncode == 127 and "30: No such file or directory (taken as the command: a value the shell does " \
+        "not take? the command goes after --)" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("tool,args,named", BAD_ARGUMENTS, ids=[" ".join([t, *a]) for t, a, _ in BAD_ARGUMENTS])
