@@ -38,7 +38,9 @@ uint64_t queued_bytes(const Direction& d) {
 
 Rates rates_between(const Snapshot& a, const Snapshot& b) {
   Rates r;
-  r.seconds = b.published > a.published ? static_cast<double>(b.published - a.published) / 1e9 : 0;
+  // In doubles: a page's time stamps are whatever it holds, and their difference may not fit in 64 bits.
+  r.seconds =
+      b.published > a.published ? (static_cast<double>(b.published) - static_cast<double>(a.published)) / 1e9 : 0;
   for (int d = 0; d < 2; ++d) r.dir[d] = direction_rates(a.dir[d], b.dir[d], r.seconds);
   return r;
 }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "util/error.hh"
 
@@ -108,9 +109,14 @@ std::vector<Rates> ShellState::per_second(int n) const {
 void ShellState::take(const Snapshot& s) {
   if (!history.empty() && history.back().published == s.published) return;
   history.push_back(s);
-  while (history.front().published < s.published - Monitor::kHistory) history.pop_front();
+  // A page's time stamps are whatever it holds: the bounds saturate rather than overflow.
+  const auto before = [&](Nanos span) {
+    return s.published < std::numeric_limits<Nanos>::min() + span ? std::numeric_limits<Nanos>::min()
+                                                                  : s.published - span;
+  };
+  while (history.front().published < before(Monitor::kHistory)) history.pop_front();
   auto from = std::find_if(history.rbegin(), history.rend(),
-                           [&](const Snapshot& h) { return h.published <= s.published - Monitor::kRecent; });
+                           [&](const Snapshot& h) { return h.published <= before(Monitor::kRecent); });
   recent = rates_between(from == history.rend() ? history.front() : *from, s);
   ended = s.ended != 0;
 }
