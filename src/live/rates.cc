@@ -22,8 +22,8 @@ DirectionRates direction_rates(const Direction& a, const Direction& b, double s)
   r.queued_packets = b.queued_packets;
   r.queued_bytes = queued_bytes(b);
   if (b.departures > a.departures)
-    r.delay_ms =
-        static_cast<double>(b.sojourn_sum - a.sojourn_sum) / static_cast<double>(b.departures - a.departures) / 1e6;
+    r.delay_ms = (static_cast<double>(b.sojourn_sum) - static_cast<double>(a.sojourn_sum)) /  // no signed overflow
+                 static_cast<double>(b.departures - a.departures) / 1e6;
   if (b.sojourn_max > 0) r.delay_max_ms = static_cast<double>(b.sojourn_max) / 1e6;
   r.state.assign(b.state, strnlen(b.state, sizeof b.state));
   return r;
