@@ -96,7 +96,9 @@ std::vector<Rates> ShellState::per_second(int n) const {
   std::vector<Rates> out;
   auto at = history.rbegin();
   for (int i = 0; i < n && at != history.rend(); ++i) {
-    const Nanos from = history.back().published - static_cast<Nanos>(i + 1) * 1000 * kMillisecond;
+    const Nanos span = static_cast<Nanos>(i + 1) * 1000 * kMillisecond;
+    if (history.back().published < std::numeric_limits<Nanos>::min() + span) break;  // no earlier time: no overflow
+    const Nanos from = history.back().published - span;
     auto start = std::find_if(at, history.rend(), [&](const Snapshot& s) { return s.published <= from; });
     if (start == history.rend()) break;
     out.push_back(rates_between(*start, *at));
