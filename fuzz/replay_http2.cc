@@ -50,7 +50,11 @@ Witness witness(const std::string& input) {
   const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 256}};  // the server's
   nghttp2_submit_settings(session, NGHTTP2_FLAG_NONE, settings, 1);
   const ssize_t n = nghttp2_session_mem_recv(session, reinterpret_cast<const uint8_t*>(input.data()), input.size());
-  // A connection error makes the session send GOAWAY and stop answering: what it had not answered is lost.
+  // A connection error makes the session send GOAWAY and stop answering: what it had not answered is lost. The
+  // session wants to read no more only once that GOAWAY is sent, so what it has to send is taken first.
+  const uint8_t* sent = nullptr;
+  while (n >= 0 && nghttp2_session_mem_send(session, &sent) > 0) {
+  }
   w.failed = w.failed || n < 0 || !nghttp2_session_want_read(session);
   nghttp2_session_del(session);
   return w;

@@ -22,8 +22,8 @@ DirectionRates direction_rates(const Direction& a, const Direction& b, double s)
   r.queued_packets = b.queued_packets;
   r.queued_bytes = queued_bytes(b);
   if (b.departures > a.departures)
-    r.delay_ms =
-        static_cast<double>(b.sojourn_sum - a.sojourn_sum) / static_cast<double>(b.departures - a.departures) / 1e6;
+    r.delay_ms = (static_cast<double>(b.sojourn_sum) - static_cast<double>(a.sojourn_sum)) /  // no signed overflow
+                 static_cast<double>(b.departures - a.departures) / 1e6;
   if (b.sojourn_max > 0) r.delay_max_ms = static_cast<double>(b.sojourn_max) / 1e6;
   r.state.assign(b.state, strnlen(b.state, sizeof b.state));
   return r;
@@ -38,7 +38,9 @@ uint64_t queued_bytes(const Direction& d) {
 
 Rates rates_between(const Snapshot& a, const Snapshot& b) {
   Rates r;
-  r.seconds = b.published > a.published ? static_cast<double>(b.published - a.published) / 1e9 : 0;
+  // In doubles: a page's time stamps are whatever it holds, and their difference may not fit in 64 bits.
+  r.seconds =
+      b.published > a.published ? (static_cast<double>(b.published) - static_cast<double>(a.published)) / 1e9 : 0;
   for (int d = 0; d < 2; ++d) r.dir[d] = direction_rates(a.dir[d], b.dir[d], r.seconds);
   return r;
 }

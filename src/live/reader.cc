@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "util/error.hh"
 
@@ -95,7 +96,9 @@ std::vector<Rates> ShellState::per_second(int n) const {
   std::vector<Rates> out;
   auto at = history.rbegin();
   for (int i = 0; i < n && at != history.rend(); ++i) {
-    const Nanos from = history.back().published - static_cast<Nanos>(i + 1) * 1000 * kMillisecond;
+    const Nanos span = static_cast<Nanos>(i + 1) * 1000 * kMillisecond;
+    if (history.back().published < std::numeric_limits<Nanos>::min() + span) break;  // no earlier time: no overflow
+    const Nanos from = history.back().published - span;
     auto start = std::find_if(at, history.rend(), [&](const Snapshot& s) { return s.published <= from; });
     if (start == history.rend()) break;
     out.push_back(rates_between(*start, *at));
@@ -108,9 +111,14 @@ std::vector<Rates> ShellState::per_second(int n) const {
 void ShellState::take(const Snapshot& s) {
   if (!history.empty() && history.back().published == s.published) return;
   history.push_back(s);
-  while (history.front().published < s.published - Monitor::kHistory) history.pop_front();
+  // A page's time stamps are whatever it holds: the bounds saturate rather than overflow.
+  const auto before = [&](Nanos span) {
+    return s.published < std::numeric_limits<Nanos>::min() + span ? std::numeric_limits<Nanos>::min()
+                                                                  : s.published - span;
+  };
+  while (history.front().published < before(Monitor::kHistory)) history.pop_front();
   auto from = std::find_if(history.rbegin(), history.rend(),
-                           [&](const Snapshot& h) { return h.published <= s.published - Monitor::kRecent; });
+                           [&](const Snapshot& h) { return h.published <= before(Monitor::kRecent); });
   recent = rates_between(from == history.rend() ? history.front() : *from, s);
   ended = s.ended != 0;
 }

@@ -6,7 +6,8 @@
 
 namespace tracemod {
 
-// TEXT as a JSON string literal, quotes included (control characters escaped, UTF-8 passed through).
+// TEXT as a JSON string literal, quotes included (control characters escaped, UTF-8 passed through, each byte
+// that is not well-formed UTF-8 as U+FFFD: the text may come from a file or a page no tracemod tool wrote).
 std::string json_string(const std::string& text);
 
 // V as a JSON number, or null if V is not finite (or, with NEGATIVE_IS_NULL, below 0: "none").

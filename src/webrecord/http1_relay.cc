@@ -84,6 +84,8 @@ Message Http1Relay::relay_message(Conn& from, std::string& buffer, Conn& to,
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.header_limit(1 << 20);
   bool header_taken = false;
+  // A body ended by the connection completes with no piece left: HELD must not keep a 1xx's before it.
+  if (held) held->clear();
   while (!parser.is_done()) {
     beast::error_code ec;
     size_t used = 0;

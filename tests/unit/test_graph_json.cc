@@ -49,5 +49,12 @@ TEST(GraphJson, StringEscapes) {
   EXPECT_EQ(json_string("a\\b\n\x01"), "\"a\\\\b\\n\\u0001\"");
 }
 
+TEST(GraphJson, Utf8PassesAndOtherBytesAreReplacementCharacters) {
+  EXPECT_EQ(json_string("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa1"), "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa1\"");
+  // A lone continuation byte, 0xff, an overlong '/', a surrogate, a sequence cut short at the end.
+  EXPECT_EQ(json_string("\x80\xff\xc0\xaf\xed\xa0\x80\xe2\x82"),
+            "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"");
+}
+
 }  // namespace
 }  // namespace tracemod
