@@ -97,8 +97,9 @@ void note_short_body(const Response& r, bool head, const std::string& file, Read
 Response read_response(const pb::HTTPMessage& m, bool head, const std::string& file, ReadNotes& notes) {
   Response r;
   for (const pb::HTTPHeader& h : m.header()) r.headers.push_back({h.key(), h.value()});
-  const std::string* coding = find_header(r.headers, "Transfer-Encoding");
-  const std::string framing = coding ? "Transfer-Encoding: " + *coding + "\r\n" : "";
+  std::string framing;  // every Transfer-Encoding field: the origin's framing is the last coding of them all
+  for (const Header& h : r.headers)
+    if (iequals(h.name, "Transfer-Encoding")) framing += "Transfer-Encoding: " + h.value + "\r\n";
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   parser.skip(head);

@@ -241,7 +241,7 @@ def test_each_direction_its_own_schedule_over_ipv6_and_ipv4(who, tools, public_t
     down = write_public(public_tmp, "down.sched", "1h delay=15ms\n")
     for target in ("TM_BASE6", "TM_BASE"):
         cmd = tools.shell("tm-modulate", "--uplink", up, "--downlink", down,
-                          cmd=ping_cmd(count=5, interval=0.2, target=target))
+                          cmd=ping_cmd(count=20, interval=0.05, target=target))
         assert_ping_rtt(who, cmd, 20.0, 22.0)
 
 
