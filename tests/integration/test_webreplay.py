@@ -497,6 +497,45 @@ def test_an_upgraded_request_is_answered_from_the_http_recording(who, tools, pub
     assert r.stdout.strip().splitlines()[-1] == "7", r.stdout + r.stderr  # strict: nothing listens on 443
 
 
+# Every address of each name, by family, as the command's resolver gives them: "NAME FAMILY [addresses]", or
+# "NAME FAMILY none" where the name has no address of that family.
+RESOLVE_ALL = r"""
+import socket, sys
+for name in sys.argv[1:]:
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            found = sorted({a[4][0] for a in socket.getaddrinfo(name, 443, family, socket.SOCK_STREAM)})
+        except socket.gaierror:
+            found = "none"
+        print(name, family.name, found)
+"""
+
+
+def test_a_name_on_several_addresses_and_one_path_on_two_ports(who, tools, public_tmp):
+    """A name recorded at two IPv4 addresses and an IPv6 one: DNS gives each family's addresses, all of them and
+    no others (a name recorded at IPv4 only has no AAAA); each address answers the name's objects through the
+    shell, the IPv6 one too; one path recorded on 443 and on 8443 answers each port with its own body."""
+    har = har_file(public_tmp / "multi.har", [
+        ("https://multi.test/a", 200, [], "a from 10.78.0.1", "10.78.0.1"),
+        ("https://multi.test/b", 200, [], "b from 10.78.0.2", "10.78.0.2"),
+        ("https://multi.test/c", 200, [], "c from fd78::1", "fd78::1"),
+        ("https://multi.test/same", 200, [], "same on 443", "10.78.0.1"),
+        ("https://multi.test:8443/same", 200, [], "same on 8443", "10.78.0.1"),
+        ("https://one.test/", 200, [], "one", "10.78.0.3")])
+    curl = 'curl -sS --max-time 10 --cacert "$TM_WEBREPLAY_CA" -w " %{remote_ip}\\n"'
+    via = " ".join(f"{curl} --connect-to multi.test:443:{a}:443 https://multi.test/b;"
+                   for a in ("10.78.0.1", "10.78.0.2", "[fd78::1]"))
+    script = (f'python3 -c "$1" multi.test one.test; {via} {curl} -4 https://multi.test:8443/same; '
+              f'{curl} -6 https://multi.test/same; {curl} https://multi.test/c')
+    r = who.run(replay(tools, har, str(public_tmp / "ca"), cmd=sh(script, RESOLVE_ALL)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "multi.test AF_INET ['10.78.0.1', '10.78.0.2']", "multi.test AF_INET6 ['fd78::1']",
+        "one.test AF_INET ['10.78.0.3']", "one.test AF_INET6 none",
+        "b from 10.78.0.2 10.78.0.1", "b from 10.78.0.2 10.78.0.2", "b from 10.78.0.2 fd78::1",
+        "same on 8443 10.78.0.1", "same on 443 fd78::1", "c from fd78::1 fd78::1"], r.stdout + r.stderr
+
+
 def test_the_command_starts_once_thousands_of_names_answer(root, tools, public_tmp):
     """10,000 names on 3,000 addresses: the command's first lookups, of the first and the last name, answer at once
     (the shell waits for the server's word, not for its first socket)."""
