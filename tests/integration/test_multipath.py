@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import TooSlow, assert_ping_rtt, measured, ping_cmd, sh, write_public
+from conftest import TooSlow, assert_ping_rtt, measured, ping_cmd, sh, timely, write_public
 from test_outside import free_port
 
 # The issue's two paths: 10 and 20 Mbit/s, 20 and 60 ms one way (round trips of 40 and 120 ms).
@@ -128,17 +128,22 @@ def test_mptcp_download_uses_both_paths_at_their_delays(who, tools, public_tmp):
         r = who.run(multipath(tools, *paths, outside="mptcpize run iperf3 -s", cmd=sh(script, result, ss)),
                     timeout=60)
         assert r.returncode == 0, r.stderr
-        goodput = iperf_goodput(result)
-        assert goodput >= 0.85 * sum(RATES), f"MPTCP got {goodput / 1e6:.2f} Mbit/s of {sum(RATES) / 1e6:.0f}"
-        for log, rate in zip(logs, RATES):  # each path carried its share
-            assert departed_bytes(log) * 8 > 0.5 * rate * 12, f"{log} carried {departed_bytes(log)} bytes"
         with open(ss) as f:
             rtts = subflow_rtts(f.read())
+        # What the paths alone decide first (a subflow on each, never under its delay), so that a miss of theirs
+        # fails at once; then what a busy machine can miss (rates, an RTT above its delay).
+        # Path i+1's address: the shell's i-th sibling /30.
+        subflows = [rtts.get(f"100.64.0.{4 * i + 2}") for i in range(len(DELAYS))]
         for i, delay in enumerate(DELAYS):
-            local = f"100.64.0.{4 * i + 2}"  # path i+1's address: the shell's i-th sibling /30
-            assert rtts.get(local), f"no subflow from path {i + 1}: {rtts}"
-            for srtt, minrtt in rtts[local]:
+            assert subflows[i], f"no subflow from path {i + 1}: {rtts}"
+            for srtt, minrtt in subflows[i]:
                 assert minrtt >= 2 * delay, f"path {i + 1}'s subflow saw {minrtt} ms"
+        goodput = iperf_goodput(result)
+        timely(goodput >= 0.85 * sum(RATES), f"MPTCP got {goodput / 1e6:.2f} Mbit/s of {sum(RATES) / 1e6:.0f}")
+        for log, rate in zip(logs, RATES):  # each path carried its share
+            timely(departed_bytes(log) * 8 > 0.5 * rate * 12, f"{log} carried {departed_bytes(log)} bytes")
+        for i, delay in enumerate(DELAYS):
+            for srtt, minrtt in subflows[i]:
                 if minrtt > 2 * delay + 5:
                     raise TooSlow(f"path {i + 1}'s subflow min RTT {minrtt} ms")
 
@@ -182,10 +187,11 @@ def test_tcp_bound_to_path_2_stays_on_it(who, tools, public_tmp):
         r = who.run(multipath(tools, *paths, outside="iperf3 -s", options=["-v"], cmd=sh(script, result)), timeout=60)
         assert r.returncode == 0, r.stderr
         assert re.search(r"^tm-multipath: path 2: downlink: \d+ packets in", r.stderr, re.M), r.stderr
-        goodput = iperf_goodput(result)
-        assert goodput >= 0.95 * RATES[1], f"TCP on path 2 got {goodput / 1e6:.2f} Mbit/s of 20"
         assert departed_bytes(logs[0]) < 1500, f"path 1 carried {departed_bytes(logs[0])} bytes"
-        assert departed_bytes(logs[1]) * 8 > 0.95 * RATES[1] * 12
+        goodput = iperf_goodput(result)
+        timely(goodput >= 0.95 * RATES[1], f"TCP on path 2 got {goodput / 1e6:.2f} Mbit/s of 20")
+        timely(departed_bytes(logs[1]) * 8 > 0.95 * RATES[1] * 12,
+               f"path 2 carried {departed_bytes(logs[1])} bytes in 12 s, below 95% of 20 Mbit/s")
 
     measured(check, attempts=2)
 

@@ -29,7 +29,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import TRACES, TooSlow, measured, sh, verbose_counters
+from conftest import TRACES, TooSlow, measured, sh, timely, verbose_counters
 
 DURATION = 30
 QUEUE = ("--uplink-queue=droptail", "--uplink-queue-args=packets=1000")
@@ -251,10 +251,17 @@ def assert_loss_within(stderr, bound):
 
 
 def assert_matches(ratio, corr, mine, theirs):
-    assert abs(ratio - 1) <= 0.02, f"total opportunities off by {100 * (ratio - 1):.2f}%"
+    """The recording against the link: more opportunities than it offered are the recorder's own error; fewer
+    may be a sender a busy machine held back (its queue ran dry), so a shortfall is timely(): taken again if the
+    machine was busy. The shape (the correlation) is never taken again."""
+    assert ratio <= 1.02, f"total opportunities off by {100 * (ratio - 1):.2f}%"
+    timely(ratio >= 0.98, f"total opportunities off by {100 * (ratio - 1):.2f}%")
     # A constant trace (its seconds equal, or one opportunity apart at the edges) has no variance to correlate
-    # with: every second is checked on its own instead.
+    # with: every second is checked on its own instead. A second short is checked first: a stall that moved a
+    # second's opportunities into the next leaves one short and one over.
     if math.isnan(corr) or max(theirs) - min(theirs) <= 0.01 * max(theirs):
+        short = max((y - x) / y for x, y in zip(mine, theirs))
+        timely(short <= 0.02, f"a second short by {100 * short:.1f}%")
         worst = max(abs(x - y) / y for x, y in zip(mine, theirs))
         assert worst <= 0.02, f"a second off by {100 * worst:.1f}%"
     else:
