@@ -133,3 +133,12 @@ def test_tests_run_counts_the_tests_that_needed_a_retry(tmp_path, capsys, retrie
     assert out.count("RETRIED: test_x::test_") == retried_tests
     assert f"{retried_tests} integration tests needed a retry (at most {run.MAX_RETRIED} may)" in out
     assert tally.failed == (1 if retried_tests > run.MAX_RETRIED else 0)
+
+
+def test_tests_run_says_which_files_took_the_time(tmp_path):
+    suite = ET.Element("testsuite")
+    for module, seconds in (("test_a", 1.5), ("test_b", 7.0), ("test_a", 2.0), ("test_c", 0.1)):
+        ET.SubElement(suite, "testcase", classname=f"tests.integration.{module}", name="t", time=str(seconds))
+    path = tmp_path / "junit.xml"
+    ET.ElementTree(suite).write(path)
+    assert load_tests_run().file_times(path, top=2) == [("test_b", 7.0), ("test_a", 3.5)]
