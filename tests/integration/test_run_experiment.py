@@ -10,9 +10,10 @@ import signal
 import subprocess
 import time
 
+import lxml.etree as lxml  # python3-lxml: the JUnit report checked against its schema
 import pytest
 
-from conftest import BINDIR, TRACES
+from conftest import BINDIR, DATA, TRACES
 
 EXPERIMENT = '''name = "bulk over two constant links"
 replications = 3
@@ -287,10 +288,20 @@ def test_violated_assertions_exit_1_one_line_each(root, public_tmp):
                 '[workload]\nkind = "command"\nclient = "echo value=3"\nseconds = 1\n'
                 '[[workload.metrics]]\nname = "value"\nregex = "value=([0-9]+)"\n'
                 '[[assert]]\nmetric = "value"\nbelow = 2\n[[assert]]\nmetric = "elapsed_s"\nbelow = 60\n')
-    r = root.run(tm_run(exp, "-o", public_tmp / "gate", "-q"), timeout=60)
+    report = public_tmp / "gate.xml"
+    r = root.run(tm_run(exp, "-o", public_tmp / "gate", "-q", "--junit", report), timeout=60)
     assert r.returncode == 1, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["assert 1 failed: value median 3 is not below 2 in default (n=2)"]
     assert os.listdir(public_tmp / "gate" / "warmup") == ["default.r1.w1"]  # run, and not counted (n=2)
+    # The same verdicts as a CI reads them: valid JUnit XML, the missed bound a failed case, each run a case.
+    schema = lxml.XMLSchema(lxml.parse(os.path.join(DATA, "junit", "junit-10.xsd")))
+    assert schema.validate(lxml.parse(str(report))), schema.error_log
+    suite = lxml.parse(str(report)).getroot().find("testsuite")
+    verdicts = {c.get("name"): [x.tag for x in c if x.tag != "system-out"] for c in suite.iter("testcase")}
+    assert verdicts == {"assert 1: value median below 2 [default]": ["failure"],
+                        "assert 2: elapsed_s median below 60 [default]": [],
+                        "run default/r1": [], "run default/r2": []}, verdicts
+    assert float(next(c for c in suite.iter("testcase") if c.get("name") == "run default/r1").get("time")) > 0
     r = root.run(tm_run("report", public_tmp / "gate"))
     assert r.returncode == 1 and "assert 1 failed" in r.stdout
 

@@ -1,7 +1,7 @@
 """tm-run's command line.
 
-    tm-run EXPERIMENT -o DIR [--jobs N] [-q] [--shard K/N] [--dry-run]
-    tm-run report DIR
+    tm-run EXPERIMENT -o DIR [--jobs N] [-q] [--shard K/N] [--junit FILE] [--dry-run]
+    tm-run report DIR [--junit FILE]
     tm-run compare DIR_A DIR_B [--config-a NAME] [--config-b NAME] [--json]
     tm-run merge DIR... -o DIR
     tm-run workload KIND --server|--client [...]
@@ -36,12 +36,18 @@ def run_main(argv):
     p.add_argument("-j", "--jobs", type=int, default=1, help="runs at once (default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     p.add_argument("--shard", metavar="K/N", help="run the K-th of N shares (default: from Slurm or Kubernetes)")
+    p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML (for a CI's test report)")
     p.add_argument("--dry-run", action="store_true", help="print the runs, their seeds and command lines")
     p.add_argument("--version", action="version", version=f"tm-run (tracemod) {tracemod_run.VERSION}")
     args = p.parse_args(argv)
     if args.jobs < 1:
         raise UsageError(f"invalid --jobs {args.jobs}: at least 1")
-    from . import experiment, results, shard
+    from . import experiment, junit, results, shard
+
+    if args.junit and args.dry_run:
+        raise UsageError("--junit writes a run's results: a dry run has none")
+    if args.junit:
+        junit.check_path(args.junit)
     from .runner import Interrupted, Runner
 
     exp = experiment.load(args.experiment)
@@ -54,8 +60,12 @@ def run_main(argv):
     except Interrupted as e:
         print(f"tm-run: {e}", file=sys.stderr)
         results.report(args.output, plots=False)
+        if args.junit:
+            junit.write(args.output, args.junit)
         return 130
     res, _, violations = results.report(args.output)
+    if args.junit:
+        junit.write(args.output, args.junit)
     if not args.quiet:
         from .workloads import registry
 
@@ -86,10 +96,15 @@ def main(argv=None):
         if argv and argv[0] == "report":
             p = Parser(prog="tm-run report", description="Rebuild a results directory's tables, summary and plots.")
             p.add_argument("dir")
+            p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML")
             args = p.parse_args(argv[1:])
-            from . import results
+            from . import junit, results
 
+            if args.junit:
+                junit.check_path(args.junit)
             _, _, violations = results.report(args.dir)
+            if args.junit:
+                junit.write(args.dir, args.junit)
             for v in violations:
                 print(v)
             return 1 if violations else 0

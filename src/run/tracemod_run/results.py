@@ -172,28 +172,40 @@ def summaries(results):
     return per, pooled
 
 
-def check_assertions(exp_asserts, per):
-    """One message per violated [[assert]] and configuration."""
-    messages = []
-    if not per:
-        return messages  # no finished run: the failures are reported instead
+def evaluate_assertions(exp_asserts, per):
+    """(assertion, configuration or None, verdict, message) per [[assert]] and configuration it covers. The
+    verdict is 'ok', 'failure' (a bound missed) or 'error' (not judged: its metric not measured, no
+    configuration matching, no run finished: never counted as holding)."""
+    out = []
     for a in exp_asserts:
+        if not per:
+            out.append((a, None, "error", f"assert {a['index']}: not judged: no run finished"))
+            continue
         configs = [c for c in per if a["config"] is None or fnmatch.fnmatchcase(c, a["config"])]
         if not configs:
-            messages.append(f"assert {a['index']}: no configuration matches '{a['config']}'")
+            out.append((a, None, "error", f"assert {a['index']}: no configuration matches '{a['config']}'"))
         for c in configs:
             s = per[c].get(a["metric"])
             if s is None:
-                messages.append(f"assert {a['index']}: {a['metric']} was not measured in {c}")
+                out.append((a, c, "error", f"assert {a['index']}: {a['metric']} was not measured in {c}"))
                 continue
-            value = s[a["stat"]]
+            value, missed = s[a["stat"]], None
             if a["below"] is not None and not value < a["below"]:
-                messages.append(f"assert {a['index']} failed: {a['metric']} {a['stat']} {value:.6g} is not below "
-                                f"{a['below']:g} in {c} (n={s['n']})")
+                missed = f"is not below {a['below']:g}"
             if a["above"] is not None and not value > a["above"]:
-                messages.append(f"assert {a['index']} failed: {a['metric']} {a['stat']} {value:.6g} is not above "
-                                f"{a['above']:g} in {c} (n={s['n']})")
-    return messages
+                missed = f"is not above {a['above']:g}"
+            holds = " and ".join(f"is {k} {a[k]:g}" for k in ("below", "above") if a[k] is not None)
+            said = f"{a['metric']} {a['stat']} {value:.6g} {missed or holds} in {c} (n={s['n']})"
+            out.append((a, c, "failure" if missed else "ok",
+                        f"assert {a['index']} {'failed' if missed else 'holds'}: {said}"))
+    return out
+
+
+def check_assertions(exp_asserts, per):
+    """One message per violated [[assert]] and configuration."""
+    if not per:
+        return []  # no finished run: the failures are reported instead
+    return [message for _, _, verdict, message in evaluate_assertions(exp_asserts, per) if verdict != "ok"]
 
 
 def _fmt(x):
