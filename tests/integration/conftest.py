@@ -241,6 +241,13 @@ class TooSlow(AssertionError):
     brings back one run in three would pass."""
 
 
+class NotMeasured(AssertionError):
+    """The attempt did not measure what the test is about, and its own data show it: a recorder that must see a
+    steady link recorded a stall of the emulated link, so the recorder's answer to that stall says nothing of its
+    answer to a steady link. `measured` takes it again whatever the machine, and counts it as a retry; the
+    emulated link's timing is tested on its own (test_link, test_faults)."""
+
+
 def timely(ok: bool, message: str):
     """A bound that others' load on the machine can make a measurement miss (a rate below the link's, an RTT or
     a delay above the configured one plus its slack, a sender or receiver that fell behind): a TooSlow, which
@@ -327,13 +334,19 @@ def record_retry(attempt: int, attempts: int, reason: str, pressure: str):
 
 
 def measured(check, attempts: int = 3):
-    """Runs check() until it passes, at most ATTEMPTS times. Only a TooSlow is taken again, and only when the
-    machine was busy by others' load at the miss (busy_machine); each retry is recorded in the test's
-    report and printed (record_retry). A miss on a machine that was not busy is the code's: it fails at once."""
+    """Runs check() until it passes, at most ATTEMPTS times. A TooSlow is taken again only when the machine was
+    busy by others' load at the miss (busy_machine); a NotMeasured (the attempt's own data void it) is taken
+    again whatever the machine. Each retry is recorded in the test's report and printed (record_retry), and
+    counted (tests/run). A TooSlow on a machine that was not busy is the code's: it fails at once."""
     for attempt in range(1, attempts + 1):
         before, started = cpu_pressure(), clock()
         try:
             return check()
+        except NotMeasured as void:
+            if attempt == attempts:
+                void.args = (f"{void}\n[attempt {attempt} of {attempts}: every one void]",)
+                raise
+            record_retry(attempt, attempts, str(void), "the attempt's own data void it")
         except TooSlow as miss:
             busy, pressure = busy_machine(before, started)
             if attempt == attempts or not busy:

@@ -29,7 +29,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import TRACES, TooSlow, measured, sh, timely, verbose_counters
+from conftest import TRACES, NotMeasured, measured, sh, timely, verbose_counters
 
 DURATION = 30
 QUEUE = ("--uplink-queue=droptail", "--uplink-queue-args=packets=1000")
@@ -301,8 +301,9 @@ def assert_steady_link_recorded_steadily(stderr, tools, tmp, bound):
     loss kept within BOUND (with Wi-Fi's thresholds the queue never overflows: LOSS_BOUND). A stall of the
     emulated link itself may upset each of these: tm-link, woken late on a busy machine, delivers
     what it owes at once, a burst after a stall, which auto may take for a cellular link and which may find the
-    queue dry. So a miss on a recording that shows a stall is a TooSlow (taken again only if the machine was
-    busy); a recording passes only with every one of these checked."""
+    queue dry. So a miss on a recording that shows a stall is NotMeasured: this attempt's link was not the steady
+    one the test needs (CI saw one 31 ms stall on a quiet machine, the probe given 100% and PSI at 2.7%), and it
+    is taken again; a recording passes only with every one of these checked."""
     try:
         assert not SHORTFALL.search(stderr), stderr
         assert WIFI_KEPT in stderr, "the thresholds rose on a link that never stalled:\n" + stderr
@@ -311,8 +312,8 @@ def assert_steady_link_recorded_steadily(stderr, tools, tmp, bound):
     except AssertionError as e:
         stalls = stalls_recorded(tools, tmp)
         if stalls:
-            raise TooSlow(f"the emulated link stalled {len(stalls)} times (the longest {max(stalls):.0f} ms) and: "
-                          f"{e}") from None
+            raise NotMeasured(f"the emulated link stalled {len(stalls)} times (the longest {max(stalls):.0f} ms) "
+                              f"and: {e}") from None
         raise
 
 
@@ -401,7 +402,7 @@ def departure_delays(log):
 
 
 def test_record_acceptance_a_wifi_like_link_keeps_a_short_queue(root, tools, public_tmp, capsys):
-    # A stall of the emulated link is a TooSlow (assert_steady_link_recorded_steadily): taken again if busy.
+    # A stall of the emulated link voids the attempt (assert_steady_link_recorded_steadily): taken again.
     measured(lambda: record_wifi_like(root, tools, public_tmp, capsys))
 
 

@@ -142,3 +142,16 @@ def test_tests_run_says_which_files_took_the_time(tmp_path):
     path = tmp_path / "junit.xml"
     ET.ElementTree(suite).write(path)
     assert load_tests_run().file_times(path, top=2) == [("test_b", 7.0), ("test_a", 3.5)]
+
+
+def test_an_attempt_its_own_data_void_is_taken_again_on_a_quiet_machine_and_counted(probe, request):
+    probe(1.0)
+    check, calls = failing(1, conftest.NotMeasured)
+    assert measured(check) == "ok" and len(calls) == 2
+    [text] = retries(request)
+    assert text == "attempt 1 of 3 missed: miss 1 [the attempt's own data void it]", text
+    request.node.user_properties.clear()
+    check, calls = failing(3, conftest.NotMeasured)
+    with pytest.raises(conftest.NotMeasured, match=r"miss 3\n\[attempt 3 of 3: every one void\]"):
+        measured(check)
+    request.node.user_properties.clear()
