@@ -20,6 +20,7 @@ BUILDDIR = os.environ.get("TM_TEST_BUILDDIR", "")
 PACKAGES = ("tracemod", "tracemod-run")
 INSTALLED_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # nothing of the build tree, nor /usr/local
 EXAMPLE = "/usr/share/doc/tracemod/examples/droptail-vs-codel.toml"
+PYTEST_EXAMPLES = "/usr/share/doc/tracemod/examples/pytest"  # with tracemod-run's pytest plugin
 # Directories that are the package's own: gone after the purge, whatever dpkg -L lists.
 OWN_DIRS = ("/usr/share/tracemod", "/usr/share/doc/tracemod", "/usr/share/doc/tracemod-run")
 # Written before this test installs the packages, removed once they are purged: a run killed in between (a CI
@@ -125,6 +126,8 @@ def check_installed_files(listed):
     assert "/usr/share/tracemod/traces/Verizon-LTE-short.up" in listed
     assert "/usr/share/tracemod/traces/wavelan.sched" in listed
     assert "/usr/share/tracemod/python/tracemod_run/cli.py" in listed
+    assert "/usr/lib/python3/dist-packages/tracemod_pytest.py" in listed  # the plugin's entry point
+    assert any(p.endswith(".dist-info/entry_points.txt") and "/tracemod_pytest-" in p for p in listed), listed
     assert EXAMPLE in listed
     assert "/usr/share/doc/tracemod/examples/sites/page/index.html" in listed  # the page-load examples' site
 
@@ -150,6 +153,11 @@ def run_installed(who, workdir):
 
     r = who.run(["tm-trace", "validate", "Verizon-LTE-short.up"], env=env)  # found where it is installed
     assert r.returncode == 0 and r.stdout.startswith("Verizon-LTE-short.up: ok"), r.stdout + r.stderr
+
+    # pytest finds the plugin by its entry point: the installed examples pass with no -p, conftest or PYTHONPATH.
+    r = who.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={workdir}",
+                 f"--basetemp={workdir / 'pytest'}", PYTEST_EXAMPLES], env=env, timeout=180)
+    assert r.returncode == 0 and "2 passed" in r.stdout, f"pytest as {who.name}: {r.stdout[-3000:]}\n{r.stderr}"
 
     # bash-completion finds the tools' completion where the package put it.
     assert complete(["tm-link", "Verizon-LTE-short.u"], cwd=workdir) == {"Verizon-LTE-short.up"}

@@ -1,0 +1,95 @@
+"""tm-run's pytest plugin (src/run/tracemod_run/pytest_plugin.py, harness.py, agent.py) as a developer uses
+it: examples/pytest, copied where nothing of the project's test set-up is in sight (no conftest.py, no ini
+file), run by pytest with the plugin, as root and as the unprivileged user. The outage example fails against a
+client that gives up; a failing test leaves none of its stack's processes; a machine that refuses user
+namespaces skips the tests with tracemod's reason. (The installed package's entry point, which loads the plugin
+without -p, is test_package's.)"""
+import os
+import shutil
+import subprocess
+import time
+
+from conftest import BINDIR, TRACES, sh
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytest")
+PLUGIN = ["-p", "tracemod_run.pytest_plugin", "-p", "no:cacheprovider"]
+
+
+def environment():
+    """The plugin's package, the staged tools and the source tree's traces (installed, none of this is needed)."""
+    return {"PYTHONPATH": os.path.realpath(os.path.join(BINDIR, "..", "python")), "TM_TOOLS_DIR": BINDIR,
+            "TM_TRACE_PATH": TRACES}
+
+
+def copied(public_tmp, name="examples"):
+    target = public_tmp / name
+    shutil.copytree(EXAMPLES, target)
+    for root, dirs, files in os.walk(target):
+        os.chmod(root, 0o755)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o755 if f.endswith("client.py") else 0o644)
+    return target
+
+
+def pytest_argv(directory, *args):
+    return ["/usr/bin/python3", "-m", "pytest", *PLUGIN, "-q", "-rs", f"--rootdir={directory}",
+            f"--basetemp={directory}-tmp", *args, str(directory)]
+
+
+def test_the_examples_pass_as_a_developer_runs_them(who, public_tmp):
+    d = copied(public_tmp)
+    r = who.run(pytest_argv(d), env=environment(), timeout=180)
+    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_the_outage_example_fails_with_a_client_that_gives_up(root, public_tmp):
+    d = copied(public_tmp)
+    r = root.run(pytest_argv(d, "-k", "outage"), env=dict(environment(), EXAMPLE_RETRIES="0"), timeout=120)
+    assert r.returncode == 1 and "1 failed" in r.stdout, r.stdout[-3000:]
+    assert "the client gave up: attempt 1: <urlopen error timed out>" in r.stdout, r.stdout[-3000:]
+
+
+FAILING = '''
+import sys
+def test_fails_with_its_stack_running(tracemod_stack):
+    stack = tracemod_stack("tm-delay 5", "tm-loss uplink 0.001", outside=[sys.executable, "-c",
+                           "import socket, time; s = socket.create_server(('0.0.0.0', 8731)); time.sleep(1731)"])
+    stack.popen(["sleep", "1732"])
+    assert stack.run(["sh", "-c", "exit 7"]).returncode == 0
+
+
+def test_the_next_test_finds_none_of_it():  # the fixture's teardown, not the end of pytest, ended it
+    import subprocess, time
+    deadline = time.monotonic() + 5
+    while subprocess.run(["pgrep", "-f", "sleep 1732|time.sleep.1731"]).returncode == 0:
+        assert time.monotonic() < deadline, "the failed test's stack still runs"
+        time.sleep(0.1)
+'''
+
+
+def processes(marker):
+    r = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return r.stdout.split()
+
+
+def test_a_failing_test_leaves_nothing_of_its_stack(who, public_tmp):
+    d = public_tmp / "failing"
+    d.mkdir()
+    (d / "test_failing.py").write_text(FAILING)
+    os.chmod(d, 0o777)
+    before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+    r = who.run(pytest_argv(d), env=environment(), timeout=120)
+    assert r.returncode == 1 and "1 failed, 1 passed" in r.stdout and "assert 7 == 0" in r.stdout, r.stdout[-3000:]
+    deadline = time.monotonic() + 5
+    while (processes("sleep 1732") or processes("time.sleep\\(1731\\)")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes("sleep 1732") == [] and processes("time.sleep\\(1731\\)") == []
+    assert (set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()) == before
+
+
+def test_no_user_namespaces_skip_with_tracemods_reason(user, public_tmp):
+    d = copied(public_tmp)
+    inner = sh('echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', *pytest_argv(d, "-k", "outage"))
+    r = user.run(["unshare", "--user", "--map-root-user", *inner], env=environment(), timeout=60)
+    assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "tracemod cannot make its namespaces here" in r.stdout and "max_user_namespaces" in r.stdout, r.stdout
