@@ -154,9 +154,11 @@ def run_installed(who, workdir):
     r = who.run(["tm-trace", "validate", "Verizon-LTE-short.up"], env=env)  # found where it is installed
     assert r.returncode == 0 and r.stdout.startswith("Verizon-LTE-short.up: ok"), r.stdout + r.stderr
 
-    # pytest finds the plugin by its entry point: the installed examples pass with no -p, conftest or PYTHONPATH.
-    r = who.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--rootdir={workdir}",
-                 f"--basetemp={workdir / 'pytest'}", PYTEST_EXAMPLES], env=env, timeout=180)
+    # pytest finds the plugin by its entry point: the installed examples, copied as a user starts from them (run
+    # in place, pytest would leave its bytecode among the package's files), pass with no -p, conftest or PYTHONPATH.
+    examples = workdir / "pytest-examples"
+    r = who.run(sh('cp -r "$1" "$2" && exec /usr/bin/python3 -m pytest -q -p no:cacheprovider --rootdir="$2" '
+                   '--basetemp="$3" "$2"', PYTEST_EXAMPLES, examples, workdir / "pytest"), env=env, timeout=180)
     assert r.returncode == 0 and "2 passed" in r.stdout, f"pytest as {who.name}: {r.stdout[-3000:]}\n{r.stderr}"
 
     # bash-completion finds the tools' completion where the package put it.
