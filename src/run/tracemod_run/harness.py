@@ -15,6 +15,7 @@ import base64
 import ctypes
 import json
 import os
+import re
 import select
 import shlex
 import shutil
@@ -152,8 +153,11 @@ class Stack:
         return self
 
     def _start_failure(self):
+        """Why the stack did not start: the last line a tool said of itself ("tm-link: ..."; a usage error's
+        "usage:" and "Try ..." lines after it are not the reason), else the last line, else the exit status."""
         lines = [line for line in self.stderr().splitlines() if line.strip()]
-        said = lines[-1] if lines else f"exit status {self.returncode}"
+        own = [line for line in lines if re.match(r"tm-[a-z]+: ", line)]
+        said = (own or lines or [f"exit status {self.returncode}"])[-1]
         if any("create user namespace" in line for line in lines):
             return StackUnavailable(f"{self.describe()}: {said}")
         return StackError(f"the stack did not start ({self.describe()}): {said}")
