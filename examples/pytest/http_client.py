@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The application under test in these examples: fetches URL and prints the body (or, with --discard, its size
 and the seconds it took). Each attempt waits --timeout seconds at most; a failed one is tried again --retries
 times, half a second apart."""
