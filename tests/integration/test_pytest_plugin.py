@@ -12,7 +12,7 @@ import time
 from conftest import BINDIR, TRACES, sh
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "pytest")
-PLUGIN = ["-p", "tracemod_run.pytest_plugin", "-p", "no:cacheprovider"]
+PLUGIN = ["-p", "no:tracemod", "-p", "tracemod_run.pytest_plugin", "-p", "no:cacheprovider"]  # the tree's, not an installed one
 
 
 def environment():
