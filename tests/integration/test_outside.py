@@ -53,11 +53,19 @@ def sender_figures(text):
     return int(m.group(1)) / 1000, int(m.group(2)) / 1000
 
 
-def assert_far_sender_rtt(srtt, min_rtt, one_way_ms):
-    """The far sender's own TCP saw the emulated round trip: never less, and not much more."""
-    assert min_rtt >= 2 * one_way_ms - 0.5, f"the sender's min RTT is {min_rtt} ms: it did not meet the link"
-    assert srtt >= 2 * one_way_ms, f"the sender's smoothed RTT is {srtt} ms"
-    if min_rtt > 2 * one_way_ms + 5:
+# How far TCP's own minimum RTT sample can fall below the wire's. Seen: 98.81 ms through a 100 ms round trip
+# (cubic, no pacing: no fq here) while tcpdump at the sender's interface, in the same run, saw every ACK come
+# 100.021 ms or more after the last segment it newly covered left (482 ACKs; 100.017 ms the least in 12 runs);
+# 58.5-59.9 ms through 60 ms. So the link met the sender's packets; the sample's stamps did not (the cause in TCP is not pinned down).
+# The smoothed RTT must still reach the round trip, and ICMP through the links never falls short (below).
+TCP_MIN_RTT_SLACK_MS = 3.0
+
+
+def assert_far_sender_rtt(srtt, min_rtt, rtt_ms):
+    """The far sender's own TCP saw the emulated round trip of RTT_MS: never less, and not much more."""
+    assert min_rtt >= rtt_ms - TCP_MIN_RTT_SLACK_MS, f"the sender's min RTT is {min_rtt} ms: it did not meet the link"
+    assert srtt >= rtt_ms, f"the sender's smoothed RTT is {srtt} ms"
+    if min_rtt > rtt_ms + 5:
         raise TooSlow(f"the sender's min RTT is {min_rtt} ms")
 
 
@@ -99,7 +107,7 @@ def test_a_host_sender_meets_the_emulated_link_on_the_kernel_path(root, tools, h
         r = root.run(tools.delay(50, cmd=receiver(target, port)))
         assert r.returncode == 0, r.stderr
         assert RELAYED not in r.stderr and ISOLATED not in r.stderr, r.stderr
-        assert_far_sender_rtt(*sender_figures(output()), 50)
+        assert_far_sender_rtt(*sender_figures(output()), 100)
 
     measured(check)
 
@@ -171,7 +179,7 @@ def test_a_sender_run_with_outside_meets_the_emulated_link(who, tools, depth):
             cmd = tools.delay(0, cmd=cmd)
         r = who.run(cmd)
         assert r.returncode == 0, r.stderr
-        assert_far_sender_rtt(*sender_figures(r.stderr), 50)
+        assert_far_sender_rtt(*sender_figures(r.stderr), 100)
 
     measured(check)
 
@@ -188,14 +196,7 @@ def outside_through_three_levels(who, tools, target, *outermost):
         assert r.returncode == 0, r.stderr
         named = re.findall(r"^level (\d): (\S+) (\S+)$", r.stderr, re.M)
         assert named == [(str(d), OUTERMOST_OUTER, OUTERMOST_OUTER6) for d in (1, 2, 3)], r.stderr
-        srtt, min_rtt = sender_figures(r.stderr)
-        # The sender's own TCP meets the 60 ms. Its smoothed RTT is at least that; its minimum sample can fall
-        # a little short (seen: 58.5-59.9 ms, one level or three, the build before this variable too): TCP
-        # stamps a paced segment with its planned departure time (EDT), which can lie after the moment it left.
-        # What the links themselves guarantee, never less than the delay, ping measures below.
-        assert srtt >= 60 and min_rtt >= 57, f"the far sender saw srtt {srtt} ms, min {min_rtt} ms"
-        if min_rtt > 65:
-            raise TooSlow(f"the sender's min RTT is {min_rtt} ms")
+        assert_far_sender_rtt(*sender_figures(r.stderr), 60)
 
     measured(check)
     # The links themselves never shorten a delay: ICMP echoes to the far end take at least the 60 ms.
