@@ -39,7 +39,7 @@ def pytest_argv(directory, *args):
 def test_the_examples_pass_as_a_developer_runs_them(who, public_tmp):
     d = copied(public_tmp)
     r = who.run(pytest_argv(d), env=environment(), timeout=180)
-    assert r.returncode == 0 and "2 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode == 0 and "3 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def test_the_outage_example_fails_with_a_client_that_gives_up(root, public_tmp):
@@ -93,3 +93,37 @@ def test_no_user_namespaces_skip_with_tracemods_reason(user, public_tmp):
     r = user.run(["unshare", "--user", "--map-root-user", *inner], env=environment(), timeout=60)
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
     assert "tracemod cannot make its namespaces here" in r.stdout and "max_user_namespaces" in r.stdout, r.stdout
+
+
+# A rate changed while the test runs, from the test's own steps (tm-modulate's schedule): a 1400-byte ping's
+# 1428-byte packets take 2 x 1.428 ms at 8 Mbit/s on top of the 2 x 5 ms, and 2 x 11.424 ms at 1 Mbit/s once the
+# second step began. Never less; a few ms more for the machine's wake-ups.
+RATE_STEPS = '''
+import re, time
+def rtts(stack):
+    r = stack.run(["ping", "-n", "-c", "3", "-i", "0.2", "-s", "1400", stack.env["TM_BASE"]], timeout=15)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [float(t) for t in re.findall(r"time=([\\d.]+) ms", r.stdout)]
+
+def test_the_rate_follows_the_steps(tracemod_stack, tracemod_schedule):
+    level = tracemod_schedule([("0s", "rate=8mbit delay=5ms"), ("2s", "rate=1mbit")])
+    assert level.startswith("tm-modulate "), level
+    stack = tracemod_stack(level)
+    fast = rtts(stack)
+    assert time.monotonic() - stack.started < 2, "the first pings ran past the first step"
+    time.sleep(max(0.0, stack.started + 2.2 - time.monotonic()))
+    slow = rtts(stack)
+    print("fast", fast, "slow", slow)
+    assert len(fast) == len(slow) == 3
+    assert all(12.85 <= t < 12.85 + 6 for t in fast), fast
+    assert all(32.84 <= t < 32.84 + 6 for t in slow), slow
+'''
+
+
+def test_a_rate_changes_at_the_tests_own_steps(who, public_tmp):
+    d = public_tmp / "rate"
+    d.mkdir()
+    (d / "test_rate.py").write_text(RATE_STEPS)
+    os.chmod(d, 0o777)
+    r = who.run(pytest_argv(d, "-s"), env=environment(), timeout=120)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]

@@ -48,3 +48,19 @@ def test_a_stack_that_did_not_start_says_the_tools_own_reason(tmp_path, said, ki
     (tmp_path / "stack.err").write_text(said)
     error = stack._start_failure()
     assert type(error) is kind and reason in str(error) and "Try " not in str(error), str(error)
+
+
+def test_steps_become_tm_modulates_schedule_line_by_line():
+    from tracemod_run.pytest_plugin import LAST_HOLD, modulate_schedule
+    assert modulate_schedule([("0s", "rate=10mbit delay=20ms"), ("2s", "rate=1mbit"), ("2.5s", "off"),
+                              ("3500ms", "on")]) == (
+        "2000000000ns rate=10mbit delay=20ms\n500000000ns rate=1mbit\n1000000000ns off\n"
+        f"{LAST_HOLD}ns\n")
+    # Before the first step the link is as tm-modulate starts it: a line that names nothing.
+    assert modulate_schedule([("1s", "loss=1%")]) == f"1000000000ns\n{LAST_HOLD}ns loss=1%\n"
+    with pytest.raises(ValueError, match="must increase"):
+        modulate_schedule([("2s", "rate=1mbit"), ("1s", "rate=2mbit")])
+    with pytest.raises(ValueError, match="not 'fast'"):
+        modulate_schedule([("0s", "fast")])
+    with pytest.raises(ValueError, match="a step's time 'soon'"):
+        modulate_schedule([("soon", "rate=1mbit")])
