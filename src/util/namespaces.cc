@@ -87,8 +87,8 @@ void explain_userns_failure(int err) {
     if (sysctl_value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1")
       throw Error("create user namespace: " + why +
                   ": AppArmor restricts unprivileged user namespaces "
-                  "(kernel.apparmor_restrict_unprivileged_userns=1); allow tracemod with an AppArmor profile or "
-                  "set that sysctl to 0");
+                  "(kernel.apparmor_restrict_unprivileged_userns=1); load tracemod's profile (the package installs it: "
+                  "apparmor_parser -r /etc/apparmor.d/tracemod) or set that sysctl to 0");
     throw Error("create user namespace: " + why +
                 ": the kernel or a security policy (seccomp, SELinux, a container runtime) forbids user namespaces");
   }
