@@ -31,8 +31,8 @@ def make_page(site, images=8, image_bytes=25_000):
 def test_the_page_loads_in_chromium_within_its_budget(tracemod_stack, tmp_path):
     if not shutil.which("chromium"):
         pytest.skip("chromium is not installed")
-    make_page(tmp_path / "site")
     site = tmp_path / "site"
+    make_page(site)
     tm_run, ready, result = tool_path("tm-run"), tmp_path / "ready", tmp_path / "loads.json"
     server = [tm_run, "workload", "browser", "--server", "--param", f"site={site}",
               "--ready-file", str(ready)]

@@ -1,7 +1,9 @@
 """The Debian package as a user gets it: built from the release tree (`make distdir`, which holds debian/) by
 dpkg-buildpackage, checked by lintian, installed with apt-get; then the quick start's demo, an example
 experiment, an installed trace by its bare name and the installed completion run from the installed files
-alone (PATH without the build tree), as root and as the unprivileged user; purged, nothing of it is left.
+alone (PATH without the build tree), as root and as the unprivileged user; the pytest examples as the user; the
+steps of examples/ci's GitHub and GitLab jobs as written (as root); the maintainer scripts' handling of the
+AppArmor profile with AppArmor 4's and 3's parsers; purged, nothing of it is left.
 
 It installs and removes system packages, so it runs only in CI (CI=true) or when asked (TM_TEST_PACKAGE=1):
 a developer's `sudo make check` skips it. It takes some 5 minutes, most of them the package's compile."""
