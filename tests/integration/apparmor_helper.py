@@ -21,7 +21,7 @@ LIBDIR = "usr/lib/x86_64-linux-gnu"
 
 
 class Unavailable(Exception):
-    """No AppArmor 4 parser could be had here (the archive unreachable, a package changed shape)."""
+    """No such parser could be had here (the archive unreachable, a package changed shape)."""
 
 
 def _fetch(url, timeout=120):
