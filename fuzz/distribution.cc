@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

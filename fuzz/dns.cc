@@ -9,7 +9,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "web/wire.hh"
 
 namespace tracemod::fuzz {

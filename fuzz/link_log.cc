@@ -3,7 +3,7 @@
 // bounded by kMaxBins, fill sooner: an input of a few bytes can already span the 23 days of 4M bins.)
 #include "analysis/json_report.hh"
 #include "analysis/link_log_reader.hh"
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

@@ -6,7 +6,7 @@
 // each text line holds within its width, and the JSON is JSON.
 #include <nlohmann/json.hpp>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "live/reader.hh"
 #include "top/render.hh"
 

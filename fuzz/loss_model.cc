@@ -3,7 +3,7 @@
 // UsageError; a model it builds describes itself and is asked about packets of several sizes.
 #include "channel/loss_model.hh"
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

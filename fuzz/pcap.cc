@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "capture/capture.hh"
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

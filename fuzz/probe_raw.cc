@@ -4,7 +4,7 @@
 // inputs. The schedule distill writes must be one tm-modulate accepts.
 #include <sys/stat.h>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "modulate/schedule.hh"
 #include "probe/distill.hh"
 

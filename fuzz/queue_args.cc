@@ -5,7 +5,7 @@
 // link would use them.
 #include <cstring>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "link/queue_factory.hh"
 
 using namespace tracemod;

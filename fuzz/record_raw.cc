@@ -3,7 +3,7 @@
 // it writes must be one tm-link accepts.
 #include <sys/stat.h>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "link/trace.hh"
 #include "record/distill.hh"
 

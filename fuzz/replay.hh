@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"

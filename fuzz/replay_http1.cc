@@ -4,8 +4,8 @@
 // it asks to close after (as Beast reads them, the server's own parser and limits), gets one response, in order
 // and no more; each response parses, and its header holds no CR or LF but the CRLF that ends a line, no field
 // folded onto the next line, no name that is not a token and no control byte in a value.
-#include "fuzz/http1.hh"
-#include "fuzz/replay.hh"
+#include "http1.hh"
+#include "replay.hh"
 
 using namespace tracemod;
 

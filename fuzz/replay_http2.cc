@@ -8,7 +8,7 @@
 
 #include <set>
 
-#include "fuzz/replay.hh"
+#include "replay.hh"
 
 using namespace tracemod;
 

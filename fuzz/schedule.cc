@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "modulate/bottleneck.hh"
 
 using namespace tracemod;

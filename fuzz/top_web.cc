@@ -3,7 +3,7 @@
 // request the input completes, up to the first it asks to close after, gets one response, in order and no more
 // (a HEAD's without a body); each parses, and its header holds no CR or LF but the CRLF that ends a line, no
 // folded field, no name that is not a token and no control byte in a value.
-#include "fuzz/http1.hh"
+#include "http1.hh"
 #include "top/web.hh"
 
 using namespace tracemod;

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "frontend/trace_tools.hh"
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "frontend/trace_tools.hh"
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "util/parse.hh"
 
 using namespace tracemod;

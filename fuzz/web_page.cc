@@ -3,7 +3,7 @@
 // rest as an HTML document (inject, with gumbo) and as a body to code (gzip, deflate, br, each undone again).
 // Properties: the script lands in the document whole; the policy names its hash or a nonce, or allows inline
 // scripts; what is encoded decodes to itself.
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "web/http_date.hh"
 #include "webserve/coding.hh"
 #include "webserve/dates.hh"

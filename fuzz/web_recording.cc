@@ -4,7 +4,7 @@
 // through may hold a byte HTTP forbids in a field.
 #include <filesystem>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "web/wire.hh"

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "fuzz/fuzz.hh"
+#include "fuzz.hh"
 #include "web/recording.hh"
 #include "web/writer.hh"
 #include "webrecord/http1_relay.hh"

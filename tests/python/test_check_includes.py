@@ -100,9 +100,55 @@ def test_an_include_within_the_folder_and_config_h_are_fine(tree):
     name = first_source(tree, "util")
     append_line(tree / "src" / "util" / name, '#include "util/clock.hh"')
     append_line(tree / "src" / "util" / name, '#include "config.h"')
-    append_line(tree / "src" / "util" / name, "#include <frontend/tool.hh>")
+    append_line(tree / "src" / "util" / name, "#include <vector>")
     status, output = check(tree)
     assert f"src/util/{name}:" not in output
+
+
+@pytest.mark.parametrize("spelling", ['<queues/delay_queue.hh>', '"src/queues/delay_queue.hh"',
+                                      '<src/queues/delay_queue.hh>'])
+def test_an_include_spelled_otherwise_is_checked_the_same(tree, spelling):
+    name = first_source(tree, "link")
+    number = append_line(tree / "src" / "link" / name, f"#include {spelling}")
+    status, output = check(tree)
+    assert status == 1
+    assert f"src/link/{name}:{number}: includes \"{spelling[1:-1]}\": link may include only " in output
+
+
+def test_a_direction_no_file_takes_is_reported(tree):
+    set_may_include(tree, "probe", "util, packet")
+    status, output = check(tree)
+    assert status == 1
+    assert "probe may include packet, but nothing in probe does: take it out of the row" in output
+
+
+RUN = os.path.join("src", "run", "tracemod_run")
+
+
+@pytest.mark.parametrize("statement, named", [("from . import cli", "tracemod_run.cli"),
+                                              ("from .runner import Runner", "tracemod_run.runner"),
+                                              ("import tracemod_run.workloads.bulk", "tracemod_run.workloads.bulk")])
+def test_an_import_against_tm_runs_table_is_reported(tree, statement, named):
+    number = append_line(tree / RUN / "stats.py", statement)
+    status, output = check(tree)
+    assert status == 1
+    assert f"{RUN}/stats.py:{number}: imports {named}: stats may import no other module" in output
+
+
+def test_a_relative_import_from_a_subpackage_is_resolved(tree):
+    number = append_line(tree / RUN / "workloads" / "common.py", "from ..runner import Runner  # not allowed")
+    append_line(tree / RUN / "workloads" / "common.py", "from .. import values, stats  # allowed")
+    status, output = check(tree)
+    assert status == 1
+    assert output.count("workloads/common.py") == 1, output
+    assert f"{RUN}/workloads/common.py:{number}: imports tracemod_run.runner: workloads may import only " in output
+
+
+def test_a_module_missing_from_tm_runs_table_is_reported(tree):
+    (tree / RUN / "extra.py").write_text("from . import errors\n")
+    status, output = check(tree)
+    assert status == 1
+    assert f"{RUN}/extra.py: module not in ARCHITECTURE.md §8's table of tm-run's modules" in output
 
 
 def test_a_cycle_in_the_table_is_reported(tree):
