@@ -13,6 +13,7 @@ import re
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -234,19 +235,88 @@ def cmd_far_receiver(args):
 
 def cmd_table(args):
     """The summary table, in Markdown, from the tab-separated rows lib.sh's emit appends."""
-    header = ["figure", "tracemod", "raw veth", "ratio", "target"]
-    with open(args.file) as f:
-        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    rows = [(r + [""] * len(header))[: len(header)] for r in rows]
+    print(markdown_table(["figure", "tracemod", "raw veth", "ratio", "target"], rows_of(args.file)))
+
+
+def markdown_table(header, rows):
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def fmt(r):
         return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |"
 
-    print(fmt(header))
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join([fmt(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [fmt(r) for r in rows])
+
+
+# bench/run writes its table into bench/README.md, and the HEADLINE rows of it into README.md, between these
+# lines; nothing between them is written by hand, so a table cannot outlive the code it measured unnoticed.
+BEGIN = "<!-- written by bench/run: do not edit by hand -->"
+END = "<!-- end of bench/run's table -->"
+HEADLINE = ["TCP up, tm-delay 0", "TCP down, tm-delay 0", "TCP up, 3 nested tm-delay 0",
+            "TCP up to a host server, tm-delay 0 (kernel path)", "far sender's srtt / min RTT, tm-delay 50, kernel",
+            "ping RTT p99, tm-delay 10", "start-up median, default (root: kernel path)",
+            "shell VmRSS, peak sampled under iperf3", "TCP up, tm-link 120 Gbit/s trace", "UDP 64 B flood, tm-delay 0"]
+# Mahimahi's figures on the same machine, as the issues measured them (mm-delay, mm-link built from source):
+# not from bench/run's own run, which does not run Mahimahi.
+MAHIMAHI = {"TCP up, tm-delay 0": "1.8 Gbit/s (mm-delay 0)",
+            "TCP up, 3 nested tm-delay 0": "0.58 Gbit/s", "start-up median, default (root: kernel path)": "115 ms",
+            "TCP up, tm-link 120 Gbit/s trace": "1.47 Gbit/s (mm-link ceiling)",
+            "UDP 64 B flood, tm-delay 0": "75.5 kpps (mm-delay 0)"}
+
+
+def rows_of(path):
+    with open(path) as f:
+        return [(line.rstrip("\n").split("\t") + [""] * 5)[:5] for line in f if line.strip()]
+
+
+def replace_between_markers(path, text):
+    with open(path, encoding="utf-8") as f:
+        old = f.read()
+    if BEGIN not in old or END not in old:
+        sys.exit(f"benchlib: {path} has no {BEGIN} ... {END} to write the table between")
+    new = old[:old.index(BEGIN) + len(BEGIN)] + "\n" + text + "\n" + old[old.index(END):]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+
+
+def cmd_publish(args):
+    """Writes the run's table into bench/README.md and its headline rows into README.md (TOP: the tree)."""
+    rows = rows_of(args.file)
+    where = f"Measured by `sudo bench/run` on {args.machine}."
+    replace_between_markers(os.path.join(args.top, "bench", "README.md"),
+                            where + "\n\n" + markdown_table(["figure", "tracemod", "raw veth", "ratio", "target"], rows))
+    by_figure = {}
     for r in rows:
-        print(fmt(r))
+        by_figure.setdefault(r[0], r)  # a name a later benchmark repeats (channel's own TCP runs): the first
+    headline = [[f, by_figure[f][1], by_figure[f][2], by_figure[f][3], MAHIMAHI.get(f, "-")]
+                for f in HEADLINE if f in by_figure]
+    replace_between_markers(os.path.join(args.top, "README.md"), where + "\n\n" + markdown_table(
+        ["figure", "tracemod", "raw veth, same run", "ratio", "Mahimahi (issues' figures)"], headline))
+    missing = [f for f in HEADLINE if f not in by_figure]
+    if missing:
+        print(f"benchlib: no figure for headline rows {missing}: README.md shows the others", file=sys.stderr)
+
+
+def same_code(top, measured, rev):
+    """Whether the tree at REV differs from MEASURED only in the published tables (the commit that lands a
+    table is the one after the commit it measured)."""
+    if measured.endswith("-dirty") or rev.endswith("-dirty"):
+        return False
+    r = subprocess.run(["git", "-C", top, "diff", "--quiet", measured, "HEAD", "--", ".",
+                        ":(exclude)README.md", ":(exclude)bench/README.md"], capture_output=True)
+    return r.returncode == 0
+
+
+def cmd_stale(args):
+    """One line when bench/README.md's table was measured on other code than this tree's (REV: git describe)."""
+    with open(args.file, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(re.escape(BEGIN) + r"\s*Measured by `sudo bench/run` on tracemod (\S+),", text)
+    measured = m.group(1) if m else None
+    top = os.path.dirname(os.path.dirname(os.path.abspath(args.file)))
+    if measured and (measured == args.rev or same_code(top, measured, args.rev)):
+        return
+    print(f"note: {args.file}'s table was measured on {measured or 'nothing (no table)'}, this tree is {args.rev}; "
+          f"a full run rewrites it (and README.md's headline rows)")
 
 
 def main():
@@ -264,13 +334,16 @@ def main():
         ("excess", cmd_excess, ["a", "b", "c"]),
         ("mib", cmd_mib, ["a"]),
         ("table", cmd_table, ["file"]),
+        ("publish", cmd_publish, ["file", "machine", "top"]),
+        ("stale", cmd_stale, ["file", "rev"]),
         ("far-sender", cmd_far_sender, ["port", "seconds"]),
         ("far-receiver", cmd_far_receiver, ["host", "port"]),
     ]:
         p = sub.add_parser(name, help=func.__doc__)
         for param in params:
             p.add_argument(param, type={"file": str, "host": str, "count": int, "port": int, "len": int, "name": str,
-                                        "tag": str, "out": str}.get(param, float))
+                                        "tag": str, "out": str, "machine": str, "top": str,
+                                        "rev": str}.get(param, float))
         if func is cmd_pinger:
             p.add_argument("--wait", type=float, default=2, help="seconds to wait for the last replies")
         p.set_defaults(func=func)

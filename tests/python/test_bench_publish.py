@@ -1,0 +1,87 @@
+"""bench/run's published tables: `benchlib publish` writes a run's rows into bench/README.md and its headline rows
+into README.md between the marker lines only, and `benchlib stale` says when the published table was measured on
+other code than the tree's (a commit that only lands the tables is the same code)."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+BENCHLIB = os.path.join(TOP, "bench", "benchlib.py")
+sys.path.insert(0, os.path.join(TOP, "bench"))
+import benchlib  # noqa: E402
+
+
+def benchlib_run(*args, cwd=None):
+    return subprocess.run([sys.executable, BENCHLIB, *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+def git(repo, *args):
+    """Runs git in REPO; returns HEAD's short name, if there is one yet."""
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A repository holding the two READMEs (as committed) and a code file."""
+    os.mkdir(tmp_path / "bench")
+    shutil.copy(os.path.join(TOP, "README.md"), tmp_path / "README.md")
+    shutil.copy(os.path.join(TOP, "bench", "README.md"), tmp_path / "bench" / "README.md")
+    (tmp_path / "code.cc").write_text("int main() {}\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    return tmp_path
+
+
+def rows(n_extra=0):
+    """A run's rows: every headline figure, then others."""
+    figures = benchlib.HEADLINE + [f"other figure {i}" for i in range(n_extra)]
+    return "".join(f"{f}\t{i}.5 Gbit/s\t{i} Gbit/s\t0.{i}x\t-\n" for i, f in enumerate(figures))
+
+
+def publish(tree, tsv_text, machine):
+    (tree / "results.tsv").write_text(tsv_text)
+    return benchlib_run("publish", str(tree / "results.tsv"), machine, str(tree))
+
+
+def test_publish_writes_between_the_markers_only(tree):
+    before = (tree / "README.md").read_text()
+    r = publish(tree, rows(3), "tracemod abc1234, Linux 6.18, Some CPU x 2, 2026-11-29")
+    assert r.returncode == 0, r.stderr
+    readme, bench = (tree / "README.md").read_text(), (tree / "bench" / "README.md").read_text()
+    for text in (readme, bench):
+        assert "Measured by `sudo bench/run` on tracemod abc1234, Linux 6.18, Some CPU x 2, 2026-11-29." in text
+    outside = before[:before.index(benchlib.BEGIN)] + before[before.index(benchlib.END):]
+    assert readme[:readme.index(benchlib.BEGIN)] + readme[readme.index(benchlib.END):] == outside
+    headline = readme[readme.index(benchlib.BEGIN):readme.index(benchlib.END)]
+    assert [l.split("|")[1].strip() for l in headline.splitlines() if l.startswith("| ")][1:] == benchlib.HEADLINE
+    assert "other figure 2" in bench and "other figure" not in headline
+    assert "1.8 Gbit/s (mm-delay 0)" in headline  # Mahimahi's column
+
+
+def test_publish_says_which_headline_rows_a_run_lacked_and_refuses_a_file_without_markers(tree):
+    r = publish(tree, rows().replace("TCP up, tm-delay 0\t", "renamed\t"), "tracemod abc1234, x")
+    assert r.returncode == 0 and "no figure for headline rows ['TCP up, tm-delay 0']" in r.stderr
+    (tree / "README.md").write_text("# no markers\n")
+    r = publish(tree, rows(), "tracemod abc1234, x")
+    assert r.returncode != 0 and "README.md has no" in r.stderr
+
+
+def test_stale_is_silent_on_the_measured_code_and_speaks_when_the_code_changed(tree):
+    measured = git(tree, "commit", "-qm", "code")
+    assert publish(tree, rows(), f"tracemod {measured}, Linux 6.18, CPU x 2, 2026-11-29").returncode == 0
+    git(tree, "commit", "-qam", "the tables")  # lands only the tables: the same code
+    head = git(tree, "rev-parse", "HEAD")
+    stale = benchlib_run("stale", str(tree / "bench" / "README.md"), head)
+    assert stale.returncode == 0 and stale.stdout == "", stale.stdout + stale.stderr
+    (tree / "code.cc").write_text("int main() { return 1; }\n")
+    changed = git(tree, "commit", "-qam", "code changed")
+    stale = benchlib_run("stale", str(tree / "bench" / "README.md"), changed)
+    assert f"table was measured on {measured}, this tree is {changed}" in stale.stdout
+    dirty = benchlib_run("stale", str(tree / "bench" / "README.md"), measured + "-dirty")
+    assert "this tree is" in dirty.stdout
