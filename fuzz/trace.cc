@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "frontend/trace_tools.hh"
 #include "fuzz.hh"
+#include "link/trace_tools.hh"
 
 using namespace tracemod;
 

@@ -4,8 +4,8 @@
 // back from format_ms gives the same nanoseconds.
 #include <cmath>
 
-#include "frontend/trace_tools.hh"
 #include "fuzz.hh"
+#include "link/trace_tools.hh"
 #include "util/parse.hh"
 
 using namespace tracemod;

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/link_cli.hh"
 #include "frontend/tool.hh"
+#include "link/link_cli.hh"
 #include "link/link_queue.hh"
 #include "link/queue_factory.hh"
 #include "util/error.hh"
@@ -82,13 +82,13 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
       std::shared_ptr<LinkQueue> link = medium->lock();
       if (!link) {
         Direction& d = (*dirs)[Ferry::kUplink];
-        if (d.log) write_link_header(d, "tm-link", shell, seed, *start);
+        if (d.log) write_link_header(d, "tm-link", shell.command_line, seed, *start);
         *medium = link = make_link(d, once, *start, pool);
       }
       return std::make_unique<Lane>(link, which);
     }
     Direction& d = (*dirs)[which];
-    if (d.log) write_link_header(d, "tm-link", shell, seed, *start);
+    if (d.log) write_link_header(d, "tm-link", shell.command_line, seed, *start);
     return make_link(d, once, *start, pool);
   };
 }

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/link_cli.hh"
-#include "frontend/multipath_cli.hh"
 #include "frontend/tool.hh"
+#include "link/link_cli.hh"
+#include "multipath/multipath_cli.hh"
 #include "shell/mptcp.hh"
 #include "util/error.hh"
 

@@ -2,7 +2,7 @@
 // probe record into a replay schedule for tm-modulate.
 #include <iostream>
 
-#include "frontend/probe_cli.hh"
+#include "probe/probe_cli.hh"
 #include "util/error.hh"
 
 int main(int argc, char** argv) {

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "config.h"
-#include "frontend/record_cli.hh"
 #include "record/distill.hh"
+#include "record/record_cli.hh"
 #include "util/error.hh"
 
 namespace po = boost::program_options;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config.h"
-#include "frontend/trace_tools.hh"
+#include "link/trace_tools.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "util/random.hh"

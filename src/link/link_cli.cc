@@ -1,4 +1,4 @@
-#include "frontend/link_cli.hh"
+#include "link/link_cli.hh"
 
 #include <utility>
 
@@ -26,10 +26,10 @@ void read_capacity(LinkDirection& d, const std::string& trace, const std::string
     d.rate = parse_rate(rate_option, d.source = rate);
 }
 
-void write_link_header(const LinkDirection& d, const std::string& tool, const ShellOptions& shell, uint64_t seed,
-                       Nanos start) {
+void write_link_header(const LinkDirection& d, const std::string& tool, const std::string& command_line,
+                       uint64_t seed, Nanos start) {
   d.log->header({"tracemod " + tool + " (" + d.name + ") [" + d.source + "] > " + d.log->path(),
-                 "command line: " + shell.command_line, "version: " PACKAGE_NAME " " PACKAGE_VERSION,
+                 "command line: " + command_line, "version: " PACKAGE_NAME " " PACKAGE_VERSION,
                  "queue: " + d.discipline->describe(), "seed: " + std::to_string(seed),
                  "times in ms of CLOCK_MONOTONIC; sizes in IP bytes; an opportunity carries 1500 bytes"},
                 start);

@@ -11,7 +11,7 @@
 #include "link/queue_discipline.hh"
 #include "link/trace.hh"
 #include "packet/buffer_pool.hh"
-#include "shell/shell_runner.hh"
+#include "util/clock.hh"
 
 namespace tracemod {
 
@@ -30,9 +30,9 @@ LinkLog::Format read_log_format(const std::string& text);
 // RATE_OPTION name them in errors.
 void read_capacity(LinkDirection& d, const std::string& trace, const std::string& rate, const std::string& trace_option,
                    const std::string& rate_option);
-// Writes the log's header (TOOL made it; the command line, version, queue and seed).
-void write_link_header(const LinkDirection& d, const std::string& tool, const ShellOptions& shell, uint64_t seed,
-                       Nanos start);
+// Writes the log's header (TOOL made it; the shell's COMMAND_LINE, the version, queue and seed).
+void write_link_header(const LinkDirection& d, const std::string& tool, const std::string& command_line,
+                       uint64_t seed, Nanos start);
 // The link, from START; with ONCE a trace ends the link after one period. Takes D's discipline.
 std::unique_ptr<LinkQueue> make_link(LinkDirection& d, bool once, Nanos start, BufferPool& pool);
 

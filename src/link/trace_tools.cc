@@ -1,4 +1,4 @@
-#include "frontend/trace_tools.hh"
+#include "link/trace_tools.hh"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "frontend/multipath_cli.hh"
+#include "multipath/multipath_cli.hh"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "channel/loss_model.hh"
-#include "frontend/link_cli.hh"
+#include "link/link_cli.hh"
 #include "link/queue_factory.hh"
 #include "queues/delay_queue.hh"
 #include "queues/loss_queue.hh"
@@ -142,7 +142,7 @@ std::vector<QueueFactory> read_paths(const MultipathOptions& o, ShellOptions& sh
     factories.push_back([=, shell = shell](Ferry::Direction which, BufferPool& pool) {
       if (*start == 0) *start = monotonic_now();
       PathDirection& d = (*paths)[i][which];
-      if (d.link.log) write_link_header(d.link, shell.tool, shell, o.seed, *start);
+      if (d.link.log) write_link_header(d.link, shell.tool, shell.command_line, o.seed, *start);
       return make_direction(d, o.once, *start, pool);
     });
   return factories;

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tool.hh"
 #include "link/link_log.hh"
 #include "shell/shell_runner.hh"
+#include "util/file_descriptor.hh"  // NamedFile
 
 namespace tracemod {
 

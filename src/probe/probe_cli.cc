@@ -1,4 +1,4 @@
-#include "frontend/probe_cli.hh"
+#include "probe/probe_cli.hh"
 
 #include <boost/program_options.hpp>
 #include <iostream>

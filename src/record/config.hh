@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "record/window.hh"
+#include "saturator/window.hh"
 #include "util/clock.hh"
 
 namespace tracemod::record {

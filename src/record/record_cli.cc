@@ -1,5 +1,5 @@
 // The command line of tm-record's server and client, turned into their configurations.
-#include "frontend/record_cli.hh"
+#include "record/record_cli.hh"
 
 #include <cstdlib>
 #include <sstream>

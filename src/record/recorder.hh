@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "record/dry_queue.hh"
 #include "record/raw_record.hh"
 #include "record/trace_writer.hh"
+#include "saturator/dry_queue.hh"
 #include "util/clock.hh"
 
 namespace tracemod::record {

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "record/control.hh"
-#include "record/rate_limiter.hh"
 #include "record/recorder.hh"
-#include "record/window.hh"
+#include "saturator/rate_limiter.hh"
+#include "saturator/window.hh"
 #include "util/net.hh"
 
 namespace tracemod::record {

@@ -1,4 +1,4 @@
-#include "record/dry_queue.hh"
+#include "saturator/dry_queue.hh"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "record/window.hh"
+#include "saturator/window.hh"
 
 #include <algorithm>
 

@@ -16,7 +16,7 @@
 #include <deque>
 #include <vector>
 
-#include "record/dry_queue.hh"
+#include "saturator/dry_queue.hh"
 #include "util/clock.hh"
 
 namespace tracemod::record {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "record/dry_queue.hh"
+#include "saturator/dry_queue.hh"
 
 namespace tracemod::record {
 namespace {

@@ -6,9 +6,9 @@
 #include <deque>
 #include <vector>
 
-#include "record/dry_queue.hh"
-#include "record/rate_limiter.hh"
-#include "record/window.hh"
+#include "saturator/dry_queue.hh"
+#include "saturator/rate_limiter.hh"
+#include "saturator/window.hh"
 
 namespace tracemod::record {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "frontend/trace_tools.hh"
+#include "link/trace_tools.hh"
 #include "util/error.hh"
 
 namespace tracemod {
