@@ -2,12 +2,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <chrono>
 #include <iostream>
 #include <thread>
 
-#include "config.h"
+#include "frontend/tool.hh"
 #include "live/reader.hh"
 #include "top/render.hh"
 #include "top/terminal.hh"
@@ -15,12 +14,9 @@
 #include "util/error.hh"
 #include "util/parse.hh"
 
-namespace po = boost::program_options;
 using namespace tracemod;
 
 namespace {
-
-constexpr const char* kSynopsis = "[--once | --json | --web [ADDR:]PORT] [--pid PID] [--interval DURATION]";
 
 struct Options {
   bool once = false, json = false;
@@ -45,10 +41,8 @@ void check_combination(const po::variables_map& vm, Options& o) {
     throw UsageError("--interval is the live view's refresh: a snapshot reads the shells for one second");
 }
 
-// Returns false if --help or --version was answered.
-bool parse_options(int argc, char** argv, Options& o) {
-  po::options_description visible("Options");
-  visible.add_options()                                                                                  //
+void add_options(Command& top, Options& o) {
+  top.options.add_options()                                                                              //
       ("once", po::bool_switch(&o.once), "print one snapshot as text (rates over one second) and exit")  //
       ("json", po::bool_switch(&o.json), "print one snapshot as JSON and exit")                          //
       ("web", po::value<std::string>()->value_name("[ADDR:]PORT"),
@@ -57,29 +51,14 @@ bool parse_options(int argc, char** argv, Options& o) {
        "with --web on an address that is not loopback: serve every shell's command and counters to anyone who "
        "reaches it")  //
       ("interval", po::value<std::string>()->value_name("DURATION"),
-       "how often the view is refreshed (default 250ms, at most 1s)")                                             //
-      ("width", po::value<std::string>()->value_name("COLUMNS"), "--once: cut lines to COLUMNS")                  //
-      ("pid", po::value<std::string>()->value_name("PID"), "show only the shell PID and the shells it encloses")  //
-      ("help,h", "show this help and exit")                                                                       //
-      ("version", "show the version and exit");
-  po::options_description all;
-  all.add(visible).add_options()("argument", po::value<std::vector<std::string>>());
-  po::positional_options_description positional;
-  positional.add("argument", -1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << "usage: tm-top " << kSynopsis << "\n"
-              << "Show every running tracemod shell of this user, nested as they run, with each direction's rate,\n"
-              << "capacity, queue, delay and drops, refreshed live.\n\n"
-              << visible;
-    return false;
-  }
-  if (vm.count("version")) {
-    std::cout << "tm-top (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
-    return false;
-  }
+       "how often the view is refreshed (default 250ms, at most 1s)")                                     //
+      ("width", po::value<std::string>()->value_name("COLUMNS"), "--once: cut lines to COLUMNS")          //
+      ("pid", po::value<std::string>()->value_name("PID"), "show only the shell PID and the shells it encloses");
+  top.hidden.add_options()("argument", po::value<std::vector<std::string>>());
+  top.positional.add("argument", -1);
+}
+
+void read_options(const po::variables_map& vm, Options& o) {
   check_combination(vm, o);
   if (vm.count("expose-to-network") && !vm.count("web")) throw UsageError("--expose-to-network needs --web");
   if (vm.count("web")) {
@@ -94,7 +73,6 @@ bool parse_options(int argc, char** argv, Options& o) {
     o.pid = static_cast<pid_t>(parse_whole_number("--pid", vm["pid"].as<std::string>(), 1, 4194304, "a process id"));
   if (vm.count("width"))
     o.width = parse_whole_number("--width", vm["width"].as<std::string>(), 20, 10000, "a number of columns");
-  return true;
 }
 
 size_t terminal_width() {
@@ -117,34 +95,27 @@ int print_once(const Options& o) {
   return 0;
 }
 
-int usage_error(const std::string& message) {
-  std::cerr << "tm-top: " << message << "\nusage: tm-top " << kSynopsis
-            << "\nTry 'tm-top --help' for more information.\n";
-  return 2;
+int show(const Options& o) {
+  if (o.once || o.json) return print_once(o);
+  live::Monitor monitor;
+  monitor.only(o.pid);
+  if (o.web) return top::run_web(monitor, o.web_options, o.interval);
+  if (!isatty(0) || !isatty(1)) throw UsageError("the live view needs a terminal: use --once, --json or --web");
+  return top::run_terminal(monitor, o.interval);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  try {
-    if (!parse_options(argc, argv, o)) return 0;
-  } catch (const po::error& e) {
-    return usage_error(e.what());
-  } catch (const UsageError& e) {
-    return usage_error(e.what());
-  }
-  try {
-    if (o.once || o.json) return print_once(o);
-    live::Monitor monitor;
-    monitor.only(o.pid);
-    if (o.web) return top::run_web(monitor, o.web_options, o.interval);
-    if (!isatty(0) || !isatty(1)) throw UsageError("the live view needs a terminal: use --once, --json or --web");
-    return top::run_terminal(monitor, o.interval);
-  } catch (const UsageError& e) {
-    return usage_error(e.what());
-  } catch (const std::exception& e) {
-    std::cerr << "tm-top: " << e.what() << "\n";
-    return 1;
-  }
+  Command command;
+  command.name = "tm-top";
+  command.synopsis = "[--once | --json | --web [ADDR:]PORT] [--pid PID] [--interval DURATION]";
+  command.summary =
+      "Show every running tracemod shell of this user, nested as they run, with each direction's rate,\n"
+      "capacity, queue, delay and drops, refreshed live.";
+  add_options(command, o);
+  command.check = [&o](const po::variables_map& vm) { read_options(vm, o); };
+  command.run = [&o] { return show(o); };
+  return run_command(argc, argv, command);
 }

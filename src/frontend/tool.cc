@@ -166,11 +166,25 @@ int report_losses(const Tool& tool, const ShellOptions& shell, int status) {
   return losses.empty() || status != 0 ? status : 1;
 }
 
-int usage_error(const Tool& tool, const std::string& message) {
-  std::cerr << tool.name << ": " << message << "\n"
-            << "usage: " << tool.name << " " << tool.synopsis << "\n"
-            << "Try '" << tool.name << " --help' for more information.\n";
+int usage_error(const std::string& name, const std::string& synopsis, const std::string& message) {
+  std::cerr << name << ": " << message << "\n"
+            << "usage: " << name << " " << synopsis << "\n"
+            << "Try '" << name << " --help' for more information.\n";
   return 2;
+}
+
+int usage_error(const Tool& tool, const std::string& message) {
+  return usage_error(tool.name, tool.synopsis, message);
+}
+
+// Answers --help or --version, if asked: returns whether it did.
+bool answered_help_or_version(const po::variables_map& vm, const std::string& name, const std::string& synopsis,
+                              const std::string& summary, const po::options_description& options) {
+  if (vm.count("help"))
+    std::cout << "usage: " << name << " " << synopsis << "\n" << summary << "\n\n" << options;
+  else if (vm.count("version"))
+    std::cout << name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
+  return vm.count("help") || vm.count("version");
 }
 
 }  // namespace
@@ -241,14 +255,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
   try {
     po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
     po::notify(vm);
-    if (vm.count("help")) {
-      std::cout << "usage: " << tool.name << " " << tool.synopsis << "\n" << tool.summary << "\n\n" << tool.options;
-      return 0;
-    }
-    if (vm.count("version")) {
-      std::cout << tool.name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
-      return 0;
-    }
+    if (answered_help_or_version(vm, tool.name, tool.synopsis, tool.summary, tool.options)) return 0;
     shell.tool = tool.name;
     for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
     for (const std::string& a : own)
@@ -275,6 +282,34 @@ int run_tool(int argc, char** argv, Tool& tool) {
     return usage_error(tool, e.what());
   } catch (const std::exception& e) {
     std::cerr << tool.name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_command(int argc, char** argv, Command& command) {
+  command.options.add_options()                //
+      ("help,h", "show this help and exit")  //
+      ("version", "show the version and exit");
+  po::options_description all;
+  all.add(command.options).add(command.hidden);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(command.positional).run(), vm);
+    po::notify(vm);
+    if (answered_help_or_version(vm, command.name, command.synopsis, command.summary, command.options)) return 0;
+    command.check(vm);
+  } catch (const po::error& e) {
+    return usage_error(command.name, command.synopsis, e.what());
+  } catch (const UsageError& e) {
+    return usage_error(command.name, command.synopsis, e.what());
+  }
+  try {
+    return command.run();
+  } catch (const UsageError& e) {
+    std::cerr << command.name << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << command.name << ": " << e.what() << "\n";
     return 1;
   }
 }

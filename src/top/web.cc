@@ -103,16 +103,16 @@ void parse_web_address(const std::string& text, WebOptions& o) {
   }
   o.port = port == "0" ? 0 : parse_port("--web", port);
   beast::error_code ec;
-  asio::ip::make_address(o.address, ec);
+  const asio::ip::address address = asio::ip::make_address(o.address, ec);
   if (ec) throw UsageError("--web: '" + o.address + "' is not an IP address");
-}
-
-int run_web(live::Monitor& monitor, const WebOptions& o, Nanos interval) {
-  const asio::ip::address address = asio::ip::make_address(o.address);
   if (!address.is_loopback() && !o.expose)
     throw UsageError("--web: " + o.address +
                      " is not a loopback address: anyone who reaches it would see every "
                      "shell's commands and counters; add --expose-to-network to serve them there");
+}
+
+int run_web(live::Monitor& monitor, const WebOptions& o, Nanos interval) {
+  const asio::ip::address address = asio::ip::make_address(o.address);
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   beast::error_code ec;

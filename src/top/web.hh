@@ -19,7 +19,8 @@ struct WebOptions {
   bool expose = false;  // serve on an address that is not loopback
 };
 
-// Reads "[ADDR:]PORT" ("8080", "127.0.0.1:8080", "[::1]:8080") into O; throws UsageError naming --web.
+// Reads "[ADDR:]PORT" ("8080", "127.0.0.1:8080", "[::1]:8080") into O; throws UsageError naming --web, also
+// for an address that is not loopback unless O.expose is already set.
 void parse_web_address(const std::string& text, WebOptions& o);
 
 // Answers the requests of one connection until it ends or asks to close, with JSON() as /shells.json. Blocking:
@@ -27,7 +28,7 @@ void parse_web_address(const std::string& text, WebOptions& o);
 void serve_connection(boost::asio::ip::tcp::socket socket, const std::function<std::string()>& json);
 
 // Serves until killed; refreshes MONITOR every INTERVAL. Prints "tm-top: serving http://ADDR:PORT/" on stderr
-// once listening. Throws UsageError for a non-loopback address without O.expose, Error if it cannot listen.
+// once listening (O as parse_web_address left it). Throws Error if it cannot listen.
 int run_web(live::Monitor& monitor, const WebOptions& o, Nanos interval);
 
 }  // namespace tracemod::top
