@@ -6,10 +6,7 @@
 namespace tracemod {
 namespace {
 
-using fake::CollectSink;
-using fake::Conserved;
-using fake::ip_id_of;
-using fake::udp4;
+using namespace fake;  // the frames, sinks and checks every queue test uses
 
 constexpr uint64_t kNoLimit = 1ull << 40;
 constexpr uint64_t kSmall = BufferPool::kClassSizes[0];  // what one small frame's buffer costs

@@ -13,10 +13,7 @@
 namespace tracemod {
 namespace {
 
-using fake::CollectSink;
-using fake::Conserved;
-using fake::ip_id_of;
-using fake::udp4;
+using namespace fake;  // the frames, sinks and checks every queue test uses
 
 constexpr Nanos kMs = kMillisecond;
 constexpr uint32_t kFullPayload = 1500 - 28;  // UDP payload of a 1500-byte IPv4 packet

@@ -9,10 +9,7 @@
 namespace tracemod {
 namespace {
 
-using fake::CollectSink;
-using fake::Conserved;
-using fake::ip_id_of;
-using fake::udp4;
+using namespace fake;  // the frames, sinks and checks every queue test uses
 
 // Feeds N small frames (IPv4 ID = serial number) through Q, one at a time; returns the serials that survived.
 std::vector<uint16_t> survivors(LossQueue& q, BufferPool& pool, int n) {

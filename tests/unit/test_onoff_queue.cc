@@ -11,10 +11,7 @@
 namespace tracemod {
 namespace {
 
-using fake::CollectSink;
-using fake::Conserved;
-using fake::ip_id_of;
-using fake::udp4;
+using namespace fake;  // the frames, sinks and checks every queue test uses
 
 constexpr Nanos kMs = kMillisecond;
 
