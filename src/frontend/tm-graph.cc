@@ -12,7 +12,7 @@
 #include "analysis/json_report.hh"
 #include "analysis/link_log_reader.hh"
 #include "analysis/plot_script.hh"
-#include "frontend/tool.hh"
+#include "cli/command.hh"
 #include "util/file_descriptor.hh"
 #include "util/parse.hh"
 

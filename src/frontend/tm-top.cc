@@ -6,7 +6,7 @@
 #include <iostream>
 #include <thread>
 
-#include "frontend/tool.hh"
+#include "cli/command.hh"
 #include "live/reader.hh"
 #include "top/render.hh"
 #include "top/terminal.hh"

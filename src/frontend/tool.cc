@@ -11,7 +11,6 @@
 #include <sstream>
 #include <utility>
 
-#include "config.h"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "util/random.hh"
@@ -166,25 +165,8 @@ int report_losses(const Tool& tool, const ShellOptions& shell, int status) {
   return losses.empty() || status != 0 ? status : 1;
 }
 
-int usage_error(const std::string& name, const std::string& synopsis, const std::string& message) {
-  std::cerr << name << ": " << message << "\n"
-            << "usage: " << name << " " << synopsis << "\n"
-            << "Try '" << name << " --help' for more information.\n";
-  return 2;
-}
-
 int usage_error(const Tool& tool, const std::string& message) {
-  return usage_error(tool.name, tool.synopsis, message);
-}
-
-// Answers --help or --version, if asked: returns whether it did.
-bool answered_help_or_version(const po::variables_map& vm, const std::string& name, const std::string& synopsis,
-                              const std::string& summary, const po::options_description& options) {
-  if (vm.count("help"))
-    std::cout << "usage: " << name << " " << synopsis << "\n" << summary << "\n\n" << options;
-  else if (vm.count("version"))
-    std::cout << name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
-  return vm.count("help") || vm.count("version");
+  return tracemod::usage_error(tool.name, tool.synopsis, message);
 }
 
 }  // namespace
@@ -282,34 +264,6 @@ int run_tool(int argc, char** argv, Tool& tool) {
     return usage_error(tool, e.what());
   } catch (const std::exception& e) {
     std::cerr << tool.name << ": " << e.what() << "\n";
-    return 1;
-  }
-}
-
-int run_command(int argc, char** argv, Command& command) {
-  command.options.add_options()                //
-      ("help,h", "show this help and exit")  //
-      ("version", "show the version and exit");
-  po::options_description all;
-  all.add(command.options).add(command.hidden);
-  try {
-    po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(command.positional).run(), vm);
-    po::notify(vm);
-    if (answered_help_or_version(vm, command.name, command.synopsis, command.summary, command.options)) return 0;
-    command.check(vm);
-  } catch (const po::error& e) {
-    return usage_error(command.name, command.synopsis, e.what());
-  } catch (const UsageError& e) {
-    return usage_error(command.name, command.synopsis, e.what());
-  }
-  try {
-    return command.run();
-  } catch (const UsageError& e) {
-    std::cerr << command.name << ": " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << command.name << ": " << e.what() << "\n";
     return 1;
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command.hh"  // usage_error, answered_help_or_version
 #include "shell/shell_runner.hh"
 #include "util/file_descriptor.hh"  // NamedFile
 #include "util/parse.hh"            // the value parsers every tool uses
@@ -35,21 +36,6 @@ struct Tool {
 // 1 when the shell cannot be set up.
 int run_tool(int argc, char** argv, Tool& tool);
 
-// A tool that is not a shell (tm-graph, tm-top): the same --help, --version and errors as the shells' without
-// the shell's options and its `--`.
-struct Command {
-  std::string name, synopsis, summary;  // as Tool's
-  po::options_description options{"Options"};
-  po::options_description hidden;  // what the positional arguments fill, kept out of --help
-  po::positional_options_description positional;
-  // Reads and checks the parsed options; a UsageError is bad usage (exit 2, said with the usage lines).
-  std::function<void(const po::variables_map&)> check;
-  // Does the tool's work and returns its exit status. A UsageError is bad input, such as a malformed file (exit 2,
-  // one line naming it); any other exception a failure (exit 1, one line).
-  std::function<int()> run;
-};
-
-int run_command(int argc, char** argv, Command& command);
 
 // What the tools' configure functions share.
 
