@@ -27,8 +27,18 @@ def probe(monkeypatch):
     totals = iter(range(0, 10**12, 400_000))
     monkeypatch.setattr(conftest, "cpu_pressure", lambda: (next(totals), 0.4))
 
-    def set_share(share):
+    steal = {"share": 0.0}  # of the CPU time each attempt took, stolen by the host
+    stolen = iter(range(10**6))
+
+    def fake_steal():
+        n = next(stolen)  # each reading 1000 ticks after the last, SHARE of them stolen
+        return int(n * 1000 * steal["share"]), n * 1000
+
+    monkeypatch.setattr(conftest, "cpu_steal", fake_steal)
+
+    def set_share(share, stolen_share=0.0):
         monkeypatch.setattr(conftest, "cpu_probe", lambda: share)
+        steal["share"] = stolen_share
 
     return set_share
 
@@ -65,6 +75,20 @@ def test_a_quiet_machine_allows_no_retry_whatever_its_own_load_made_psi(probe, r
     with pytest.raises(TooSlow, match=r"miss 1\n\[attempt 1 of 3; a CPU probe was given 97% .*not taken again\]"):
         measured(check)
     assert len(calls) == 1 and retries(request) == []
+
+
+def test_a_host_that_takes_the_vms_cpu_makes_a_busy_machine_though_the_probe_is_given_its_time(probe, request):
+    # The whole VM stops when its host takes the CPU (steal), the probe too, so the probe reads 97% (CI13).
+    probe(0.97, stolen_share=0.09)
+    check, calls = failing(1, TooSlow)
+    assert measured(check) == "ok" and len(calls) == 2
+    [text] = retries(request)
+    assert "the host took 9.0% of the attempt's CPU time (steal; threshold 2%)" in text, text
+    request.node.user_properties.clear()
+    probe(0.97, stolen_share=0.01)  # a little steal is a quiet machine still
+    check, calls = failing(1, TooSlow)
+    with pytest.raises(TooSlow, match=r"the host took 1\.0% .*not taken again\]"):
+        measured(check)
 
 
 def test_a_failure_that_is_not_a_timing_miss_is_never_retried(probe, request):
