@@ -225,6 +225,34 @@ def read_until(proc: subprocess.Popen, marker: str, timeout: float = TIMEOUT) ->
 # ping, and what the tools print
 
 
+
+def protobuf_fields(data):
+    """The fields (number, value) of a protobuf message, in order: varints as ints, length-delimited as bytes (the
+    wire format, read without the schema: tests read the records the tools write)."""
+    i, out = 0, []
+    while i < len(data):
+        key, i = read_varint(data, i)
+        if key & 7 == 0:
+            value, i = read_varint(data, i)
+        elif key & 7 == 2:
+            size, i = read_varint(data, i)
+            value, i = data[i:i + size], i + size
+        else:
+            raise ValueError(f"wire type {key & 7}")
+        out.append((key >> 3, value))
+    return out
+
+
+def read_varint(data, i):
+    """(the varint at DATA[I], the index after it)."""
+    value = shift = 0
+    while True:
+        value |= (data[i] & 0x7F) << shift
+        shift += 7
+        i += 1
+        if not data[i - 1] & 0x80:
+            return value, i
+
 def ping_cmd(*, count: int = 20, interval: float = 0.05, target: str = "TM_BASE", quiet: bool = False) -> list:
     """ping TARGET (the name of a variable set inside the shell, e.g. TM_BASE6) from inside a shell. With a
     deadline (-w) ping waits for every reply, so one a loaded machine made late is not counted as lost (with

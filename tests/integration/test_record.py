@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import read_until, sh
+from conftest import protobuf_fields, read_until, read_varint, sh
 
 TOKEN = "s3cret"
 
@@ -94,30 +94,6 @@ def assert_recorded_what_was_sent(trace, stderr, direction, raw, rate_bps):
     assert re.search(rf"tm-record: {direction}: .*, loss 0\.00% \(0 of ", stderr), stderr
 
 
-def fields(data):
-    """A protobuf message's (field number, value) pairs: varints as ints, length-delimited fields as bytes."""
-    i = 0
-    while i < len(data):
-        key, i = varint_at(data, i)
-        if key & 7 == 0:
-            value, i = varint_at(data, i)
-        elif key & 7 == 2:
-            n, i = varint_at(data, i)
-            value, i = data[i:i + n], i + n
-        else:
-            raise AssertionError(f"wire type {key & 7} in a raw record")
-        yield key >> 3, value
-
-
-def varint_at(data, i):
-    value = shift = 0
-    while True:
-        b = data[i]
-        value, shift, i = value | (b & 0x7f) << shift, shift + 7, i + 1
-        if b < 0x80:
-            return value, i
-
-
 def send_times(raw):
     """The send times (ns) of the packets in a tm-record raw record (RawEntry, length-delimited; Packet is its
     field 2, send_ns the packet's field 2)."""
@@ -125,10 +101,10 @@ def send_times(raw):
         data = f.read()
     i, times = 0, []
     while i < len(data):
-        n, i = varint_at(data, i)
-        for number, packet in fields(data[i:i + n]):
+        n, i = read_varint(data, i)
+        for number, packet in protobuf_fields(data[i:i + n]):
             if number == 2:
-                times += [value for field, value in fields(packet) if field == 2]
+                times += [value for field, value in protobuf_fields(packet) if field == 2]
         i += n
     return times
 

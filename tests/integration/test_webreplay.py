@@ -21,7 +21,7 @@ import zlib
 import pytest
 
 import web_site
-from conftest import TooSlow, measured, read_until, sh, sudo_env
+from conftest import TooSlow, measured, protobuf_fields, read_until, sh, sudo_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "web")
@@ -104,32 +104,6 @@ def served_fields(public_tmp, n):
     return [(n.strip().lower(), v.strip()) for n, v in (line.split(":", 1) for line in lines if ":" in line)]
 
 
-def _protobuf(data):
-    """The fields (number, value) of a protobuf message: varints as ints, length-delimited as bytes."""
-    i, out = 0, []
-    while i < len(data):
-        key, i = _varint(data, i)
-        if key & 7 == 0:
-            value, i = _varint(data, i)
-        elif key & 7 == 2:
-            size, i = _varint(data, i)
-            value, i = data[i:i + size], i + size
-        else:
-            raise ValueError(f"wire type {key & 7}")
-        out.append((key >> 3, value))
-    return out
-
-
-def _varint(data, i):
-    value = shift = 0
-    while True:
-        value |= (data[i] & 0x7F) << shift
-        shift += 7
-        i += 1
-        if not data[i - 1] & 0x80:
-            return value, i
-
-
 def recorded_fields(path):
     """{url: [(lower-case name, value)...]} of the responses a Mahimahi directory (RequestResponse: scheme 3, 1
     http or 2 https; request 4 and response 5, each an HTTPMessage: first_line 1, header 2 with key 1 and value 2)
@@ -138,12 +112,12 @@ def recorded_fields(path):
     if os.path.isdir(path):
         for name in sorted(os.listdir(path)):
             with open(os.path.join(path, name), "rb") as f:
-                record = dict(_protobuf(f.read()))
-            request, response = (_protobuf(record[k]) for k in (4, 5))
+                record = dict(protobuf_fields(f.read()))
+            request, response = (protobuf_fields(record[k]) for k in (4, 5))
             headers = [(k.decode().lower(), v.decode()) for k, v in
-                       (tuple(dict(_protobuf(h)).get(f, b"") for f in (1, 2)) for n, h in response if n == 2)]
+                       (tuple(dict(protobuf_fields(h)).get(f, b"") for f in (1, 2)) for n, h in response if n == 2)]
             host = next(v for k, v in ((k.decode().lower(), v.decode()) for k, v in (
-                tuple(dict(_protobuf(h)).get(f, b"") for f in (1, 2)) for n, h in request if n == 2)) if k == "host")
+                tuple(dict(protobuf_fields(h)).get(f, b"") for f in (1, 2)) for n, h in request if n == 2)) if k == "host")
             target = dict(request)[1].decode().split(" ")[1]
             out[f"{'https' if record.get(3) == 2 else 'http'}://{host}{target}"] = headers
     else:
