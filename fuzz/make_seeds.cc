@@ -277,14 +277,17 @@ void live_page(const fs::path& out, int extra, bool ended) {
     s.published = kBoot + i * 100 * kMs;
     s.ended = ended && i == extra ? 1 : 0;
     live::Direction& down = s.dir[1];
-    down.in_bytes = i * 152000u, down.out_bytes = i * 150000u, down.dropped_bytes = i * 1500u;
-    down.in_packets = i * 102u, down.out_packets = i * 100u, down.queued_packets = 1;
-    down.dropped[static_cast<int>(DropCause::kQueue)] = i;
-    down.offered_bytes = i * 150000u, down.limited = 1;
-    down.departures = i * 100u, down.sojourn_sum = i * 100 * 20 * kMs, down.sojourn_max = 31 * kMs;
+    const auto set = [](live::Direction& d, live::Figure f, uint64_t v) { d.value[f] = v; };
+    set(down, live::kArrived, i * 152000u), set(down, live::kDelivered, i * 150000u);
+    set(down, live::kInPackets, i * 102u), set(down, live::kOutPackets, i * 100u);
+    set(down, live::kQueuedPackets, 1), set(down, live::kQueuedBytes, 1500);
+    set(down, live::kDropsQueue, i), set(down, live::kDropsTotal, i);
+    set(down, live::kOffered, i * 150000u), down.limited = 1;
+    set(down, live::kDeparted, i * 100u), set(down, live::kDelay, i * 100 * 20 * kMs);
+    set(down, live::kDelayMax, 31 * kMs);
     std::strcpy(down.state, "on");
-    s.dir[0].in_bytes = s.dir[0].out_bytes = i * 3000u, s.dir[0].departures = i * 40u;
-    s.dir[0].sojourn_sum = i * 40 * 200000;
+    set(s.dir[0], live::kArrived, i * 3000u), set(s.dir[0], live::kDelivered, i * 3000u);
+    set(s.dir[0], live::kDeparted, i * 40u), set(s.dir[0], live::kDelay, i * 40 * 200000);
     o.write(reinterpret_cast<const char*>(&s), sizeof s);
   }
 }

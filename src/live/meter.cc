@@ -3,35 +3,23 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <sstream>
-
 namespace tracemod::live {
 namespace {
 
 constexpr Nanos kTerminalInterval = 500 * kMillisecond, kLogInterval = 1000 * kMillisecond;
 
-std::string fixed(double v, int decimals) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", decimals, v);
-  return b;
-}
-
+// Direction D's columns as tm-top shows them, in as few characters as they read.
 std::string direction_text(const char* name, const DirectionRates& d) {
-  std::ostringstream s;
-  s << name << " " << fixed(d.delivered_bps / 1e6, 1);
-  if (d.offered_bps >= 0) s << "/" << fixed(d.offered_bps / 1e6, 1);
-  s << " Mbit/s q " << d.queued_packets << "p " << bytes_text(d.queued_bytes);
-  if (d.delay_ms >= 0) s << " " << fixed(d.delay_ms, 1) << "ms";
-  s << " drop " << fixed(d.drops_total_per_s, 0) << "/s";
-  if (!d.state.empty()) s << " " << d.state;
-  return s.str();
+  std::string out = name;
+  for (char c : columns_text(d))
+    if (c != ' ' || out.back() != ' ') out += c;
+  return out;
 }
 
 }  // namespace
 
 std::string meter_line(const Rates& rates, size_t width) {
-  std::string line = direction_text("up", rates.dir[0]) + " | " + direction_text("down", rates.dir[1]);
+  std::string line = direction_text("up ", rates.dir[0]) + " | " + direction_text("down ", rates.dir[1]);
   if (width > 0 && line.size() > width) line.resize(width);
   return line;
 }

@@ -11,7 +11,8 @@
 
 namespace tracemod::live {
 
-// "up 11.8/12.0 Mbit/s q 14p 21kB 18.2ms drop 3/s | down ...": RATES in at most WIDTH columns (0: no limit).
+// "up 11.8 / 12.0 Mbit/s q 14p 21kB 18.2ms drop 3/s | down ...": tm-top's columns of RATES, each run of
+// spaces one, in at most WIDTH columns (0: no limit).
 std::string meter_line(const Rates& rates, size_t width);
 
 class Meter {

@@ -12,14 +12,14 @@
 #include <cstdint>
 #include <cstring>
 
-#include "packet/packet_queue.hh"
+#include "live/metrics.hh"
 #include "util/clock.hh"
 
 namespace tracemod::live {
 
 constexpr const char* kMemfdName = "tracemod-live";
 constexpr char kMagic[8] = {'T', 'M', 'L', 'I', 'V', 'E', '\0', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct Header {
   char magic[8];
@@ -27,25 +27,20 @@ struct Header {
   int32_t pid, depth;      // pid as the shell sees itself (in its own pid namespace); depth: 0 for the outermost
   int64_t started;         // monotonic ns
   int64_t started_unix;    // CLOCK_REALTIME ns, for humans
+  uint32_t metrics;        // rows in the metrics table, and its fingerprint: a reader with another table refuses
+  uint32_t fingerprint;    // the page
   char tool[32];           // "tm-link"
   char tag[96];            // the prompt's tag: "[delay 40]"
   char arguments[160];     // the tool's own arguments, quoted as a shell would need: "40 --seed 7"
   char command[256];       // the command the shell runs, as typed (cut to fit)
 };
 
-// One direction, counted since the start. Packets are wire packets, bytes wire IP bytes.
+// One direction: one counter per row of the metrics table (live/metrics.hh), as its row reads it (since the
+// start, or now), summed over the shell's links.
 struct Direction {
-  uint64_t in_packets, in_bytes, out_packets, out_bytes;
-  uint64_t dropped[kDropCauses];  // by DropCause
-  uint64_t dropped_bytes;
-  uint64_t queued_packets;
-  uint64_t ce_marked;
-  uint64_t offered_bytes;  // what the link's capacity could have carried (valid if limited)
-  uint64_t departures;     // frames sent, and their stay in the shell (kernel receive time to send):
-  int64_t sojourn_sum;     // summed,
-  int64_t sojourn_max;     // and the longest since the previous snapshot
-  uint32_t limited;        // 1: the direction has a capacity (a trace, a rate)
-  char state[28];          // tm-onoff's "on"/"off", tm-modulate's schedule line; empty if none
+  uint64_t value[kMaxMetrics];
+  uint32_t limited;  // 1: the direction has a capacity (a trace, a rate)
+  char state[28];    // tm-onoff's "on"/"off", tm-modulate's schedule line; empty if none
 };
 
 struct Snapshot {

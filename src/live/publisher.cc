@@ -37,6 +37,8 @@ Header header_of(const ShellFacts& facts, Nanos now) {
   h.depth = facts.depth;
   h.started = now;
   h.started_unix = realtime_now();
+  h.metrics = static_cast<uint32_t>(metrics().size());
+  h.fingerprint = metrics_fingerprint();
   copy_text(h.tool, facts.tool);
   copy_text(h.tag, facts.tag);
   copy_text(h.arguments, facts.arguments);
@@ -44,28 +46,20 @@ Header header_of(const ShellFacts& facts, Nanos now) {
   return h;
 }
 
-// Adds one link's direction (queue Q, the ferry's FLOW and longest stay SOJOURN_MAX) to D.
+}  // namespace
+
 void add_direction(Direction& d, const PacketQueue& q, const FlowCounters& flow, Nanos sojourn_max) {
-  const QueueStats& s = q.stats();
   QueueLive live;
   q.live(live);
-  d.in_packets += s.in_packets;
-  d.in_bytes += flow.in_bytes;
-  d.out_packets += s.out_packets;
-  d.out_bytes += flow.out_bytes;
-  for (int c = 0; c < kDropCauses; ++c) d.dropped[c] += s.dropped_by[c];
-  d.dropped_bytes += s.dropped_bytes;
-  d.queued_packets += s.queued_packets;
-  d.ce_marked += live.ce_marked;
-  d.offered_bytes += live.offered_bytes;
+  const MetricSource source{q.stats(), live, flow, sojourn_max};
+  const std::vector<Metric>& rows = metrics();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint64_t v = rows[i].read(source);
+    d.value[i] = rows[i].kind == MetricKind::kPeak ? std::max(d.value[i], v) : d.value[i] + v;
+  }
   d.limited |= live.limited ? 1 : 0;
-  d.departures += flow.departures;
-  d.sojourn_sum += flow.sojourn_sum;
-  d.sojourn_max = std::max(d.sojourn_max, sojourn_max);
   if (!d.state[0]) copy_text(d.state, live.state);
 }
-
-}  // namespace
 
 Publisher::Publisher(const ShellFacts& facts, std::vector<FerryLink> links, Nanos now)
     : links_(std::move(links)), due_(now + kPeriod) {

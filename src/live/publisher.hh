@@ -15,6 +15,10 @@
 
 namespace tracemod::live {
 
+// Adds one link's direction to D, row by row of the metrics table: queue Q, the ferry's FLOW counters and the
+// longest stay since the last snapshot. What the publisher does for each link and direction.
+void add_direction(Direction& d, const PacketQueue& q, const FlowCounters& flow, Nanos sojourn_max);
+
 struct ShellFacts {
   std::string tool, tag, arguments, command;
   int depth = 0;

@@ -5,40 +5,40 @@
 namespace tracemod::live {
 namespace {
 
-double per_second(uint64_t later, uint64_t earlier, double seconds) {
-  return seconds > 0 && later > earlier ? static_cast<double>(later - earlier) / seconds : 0;
+// In doubles: a page's counters are whatever it holds, and their difference may not fit in 64 bits.
+double growth(uint64_t later, uint64_t earlier) {
+  return later > earlier ? static_cast<double>(later - earlier) : 0;
 }
 
-DirectionRates direction_rates(const Direction& a, const Direction& b, double s) {
-  DirectionRates r;
-  r.arrived_bps = 8 * per_second(b.in_bytes, a.in_bytes, s);
-  r.delivered_bps = 8 * per_second(b.out_bytes, a.out_bytes, s);
-  if (b.limited) r.offered_bps = 8 * per_second(b.offered_bytes, a.offered_bytes, s);
-  for (int c = 0; c < kDropCauses; ++c) {
-    r.drops_per_s[c] = per_second(b.dropped[c], a.dropped[c], s);
-    r.drops_total_per_s += r.drops_per_s[c];
+double figure(const Metric& m, const Direction& a, const Direction& b, int i, double seconds) {
+  if (m.needs_capacity && !b.limited) return kNoFigure;
+  switch (m.kind) {
+    case MetricKind::kRate:
+      return seconds > 0 ? m.scale * growth(b.value[i], a.value[i]) / seconds : 0;
+    case MetricKind::kLevel:
+      return m.scale * static_cast<double>(b.value[i]);
+    case MetricKind::kMean: {
+      const double n = m.per >= 0 && m.per < kMaxMetrics ? growth(b.value[m.per], a.value[m.per]) : 0;
+      return n > 0 ? m.scale * growth(b.value[i], a.value[i]) / n : kNoFigure;
+    }
+    case MetricKind::kPeak:
+      return b.value[i] > 0 ? m.scale * static_cast<double>(b.value[i]) : kNoFigure;
   }
-  r.ce_per_s = per_second(b.ce_marked, a.ce_marked, s);
-  r.queued_packets = b.queued_packets;
-  r.queued_bytes = queued_bytes(b);
-  if (b.departures > a.departures)
-    r.delay_ms = (static_cast<double>(b.sojourn_sum) - static_cast<double>(a.sojourn_sum)) /  // no signed overflow
-                 static_cast<double>(b.departures - a.departures) / 1e6;
-  if (b.sojourn_max > 0) r.delay_max_ms = static_cast<double>(b.sojourn_max) / 1e6;
+  return kNoFigure;
+}
+
+DirectionRates direction_rates(const Direction& a, const Direction& b, double seconds) {
+  DirectionRates r;
+  const std::vector<Metric>& rows = metrics();
+  for (size_t i = 0; i < rows.size(); ++i) r.value[i] = figure(rows[i], a, b, static_cast<int>(i), seconds);
   r.state.assign(b.state, strnlen(b.state, sizeof b.state));
   return r;
 }
 
 }  // namespace
 
-uint64_t queued_bytes(const Direction& d) {
-  const uint64_t gone = d.out_bytes + d.dropped_bytes;
-  return d.in_bytes > gone ? d.in_bytes - gone : 0;
-}
-
 Rates rates_between(const Snapshot& a, const Snapshot& b) {
   Rates r;
-  // In doubles: a page's time stamps are whatever it holds, and their difference may not fit in 64 bits.
   r.seconds =
       b.published > a.published ? (static_cast<double>(b.published) - static_cast<double>(a.published)) / 1e9 : 0;
   for (int d = 0; d < 2; ++d) r.dir[d] = direction_rates(a.dir[d], b.dir[d], r.seconds);
@@ -51,9 +51,16 @@ std::string bytes_text(uint64_t b) {
   return std::to_string((b + 500000) / 1000000) + "MB";
 }
 
-const char* drop_cause_name(int cause) {
-  static const char* const kNames[kDropCauses] = {"queue", "loss", "outage", "aqm"};
-  return cause >= 0 && cause < kDropCauses ? kNames[cause] : "?";
+std::string columns_text(const DirectionRates& r) {
+  std::string out;
+  const std::vector<Metric>& rows = metrics();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Metric& m = rows[i];
+    if (!m.text) continue;
+    out += r.value[i] < 0 ? std::string(m.absent) : m.before + m.text(r.value[i]);
+  }
+  if (!r.state.empty()) out += " " + r.state;
+  return out;
 }
 
 }  // namespace tracemod::live

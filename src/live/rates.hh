@@ -1,23 +1,22 @@
-// What two snapshots of a shell's live counters say about the time between them: rates, the queue, delays.
-// tm-top, its web page and --meter all show these.
+// What two snapshots of a shell's live counters say about the time between them: one figure per row of the
+// metrics table (live/metrics.hh): rates, the queue, delays. tm-top, its web page and --meter all show these.
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "live/page.hh"
 
 namespace tracemod::live {
 
+constexpr double kNoFigure = -1;  // a figure a direction does not have (no capacity, nothing sent)
+
 struct DirectionRates {
-  double arrived_bps = 0, delivered_bps = 0;
-  double offered_bps = -1;               // the capacity the link offered; -1: the direction has none
-  double drops_per_s[kDropCauses] = {};  // by DropCause
-  double drops_total_per_s = 0;
-  double ce_per_s = 0;
-  uint64_t queued_packets = 0, queued_bytes = 0;  // at the later snapshot (bytes: wire IP bytes)
-  double delay_ms = -1;                           // mean stay of the frames sent in between; -1: none sent
-  double delay_max_ms = -1;                       // the longest stay in the later snapshot's period; -1: none
+  double value[kMaxMetrics];  // by row of metrics(); kNoFigure where there is none
   std::string state;
+  DirectionRates() { std::fill(std::begin(value), std::end(value), 0.0); }
+  double operator[](int row) const { return value[row]; }
 };
 
 struct Rates {
@@ -25,16 +24,13 @@ struct Rates {
   DirectionRates dir[2];
 };
 
-// A is the earlier snapshot. A snapshot with itself gives the queue and state with zero rates.
+// A is the earlier snapshot. A snapshot with itself gives the levels and state with zero rates.
 Rates rates_between(const Snapshot& a, const Snapshot& b);
-
-// The wire IP bytes D holds now: what came in and neither left nor was dropped.
-uint64_t queued_bytes(const Direction& d);
 
 // B bytes for a person: "950B", "21kB", "3MB".
 std::string bytes_text(uint64_t b);
 
-// The names of the drop causes, as tm-top and --meter print them: "queue", "loss", "outage", "aqm".
-const char* drop_cause_name(int cause);
+// Direction R as the text line's columns (tm-top, --meter, the web page): each row with a column, in order.
+std::string columns_text(const DirectionRates& r);
 
 }  // namespace tracemod::live

@@ -63,7 +63,8 @@ LivePage::LivePage(const std::string& path) : fd_(FileDescriptor::open(path, O_R
   page_ = static_cast<const Page*>(m);
   header_ = page_->header;
   if (std::memcmp(header_.magic, kMagic, sizeof kMagic) != 0 || header_.version != kVersion ||
-      header_.size != sizeof(Page))
+      header_.size != sizeof(Page) || header_.metrics != metrics().size() ||
+      header_.fingerprint != metrics_fingerprint())
     throw Error(path + ": a live counters page of another layout");
   header_.tool[sizeof header_.tool - 1] = header_.tag[sizeof header_.tag - 1] = '\0';
   header_.arguments[sizeof header_.arguments - 1] = '\0';

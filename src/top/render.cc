@@ -20,35 +20,60 @@ std::string indent(const live::ShellState& s) {
   return std::string(2 * static_cast<size_t>(s.level), ' ');
 }
 
+// Appends "key": VALUE to J, opening and closing the objects of dotted keys ("drops_per_s.queue") as the rows
+// pass from one group to the next; GROUP is the one open.
+void add_field(std::string& j, std::string& group, const std::string& key, const std::string& value) {
+  const auto separator = [&j] { return j.back() == '{' ? "" : ", "; };
+  const size_t dot = key.find('.');
+  const std::string g = dot == std::string::npos ? "" : key.substr(0, dot);
+  if (g != group) {
+    if (!group.empty()) j += "}";
+    if (!g.empty()) j += separator() + json_string(g) + ": {";
+    group = g;
+  }
+  j += separator() + json_string(dot == std::string::npos ? key : key.substr(dot + 1)) + ": " + value;
+}
+
+void close_group(std::string& j, std::string& group) {
+  if (!group.empty()) j += "}";
+  group.clear();
+}
+
+std::string figure_json(const live::Metric& m, double v) {
+  if (v < 0) return "null";
+  return m.integer ? std::to_string(static_cast<uint64_t>(v)) : json_number(v);
+}
+
+std::string history_json(const live::ShellState& s, int d, int history_seconds) {
+  const std::vector<live::Rates> seconds = s.per_second(history_seconds);
+  std::string j;
+  const std::vector<live::Metric>& rows = live::metrics();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].history) continue;
+    j += ", " + json_string("history_" + rows[i].key) + ": [";
+    for (size_t k = 0; k < seconds.size(); ++k) j += (k ? ", " : "") + json_number(seconds[k].dir[d][int(i)], true);
+    j += "]";
+  }
+  return j;
+}
+
+// Direction D: a field per row with a key, the text line's columns, its counts since the start per row with
+// a total, and with HISTORY_SECONDS > 0 the charted rows' last seconds.
 std::string direction_json(const live::ShellState& s, int d, int history_seconds) {
   const live::DirectionRates& r = s.recent.dir[d];
   const live::Direction& t = s.latest().dir[d];
-  std::string j = "{\"delivered_bps\": " + json_number(r.delivered_bps) +
-                  ", \"arrived_bps\": " + json_number(r.arrived_bps) +
-                  ", \"offered_bps\": " + json_number(r.offered_bps, true) + ", \"drops_per_s\": {";
-  for (int c = 0; c < kDropCauses; ++c)
-    j += std::string(c ? ", " : "") + "\"" + live::drop_cause_name(c) + "\": " + json_number(r.drops_per_s[c]);
-  j += "}, \"drops_total_per_s\": " + json_number(r.drops_total_per_s) + ", \"ce_per_s\": " + json_number(r.ce_per_s) +
-       ", \"queued_packets\": " + std::to_string(r.queued_packets) +
-       ", \"queued_bytes\": " + std::to_string(r.queued_bytes) + ", \"delay_ms\": " + json_number(r.delay_ms, true) +
-       ", \"delay_max_ms\": " + json_number(r.delay_max_ms, true) + ", \"state\": " + json_string(r.state) +
-       ", \"totals\": {\"in_packets\": " + std::to_string(t.in_packets) +
-       ", \"in_bytes\": " + std::to_string(t.in_bytes) + ", \"out_packets\": " + std::to_string(t.out_packets) +
-       ", \"out_bytes\": " + std::to_string(t.out_bytes) + ", \"dropped_packets\": {";
-  for (int c = 0; c < kDropCauses; ++c)
-    j += std::string(c ? ", " : "") + "\"" + live::drop_cause_name(c) + "\": " + std::to_string(t.dropped[c]);
-  j += "}, \"ce_marked\": " + std::to_string(t.ce_marked) + "}";
-  if (history_seconds > 0) {
-    const std::vector<live::Rates> seconds = s.per_second(history_seconds);
-    const auto series = [&](const char* name, double live::DirectionRates::*field) {
-      j += std::string(", \"") + name + "\": [";
-      for (size_t i = 0; i < seconds.size(); ++i) j += (i ? ", " : "") + json_number(seconds[i].dir[d].*field, true);
-      j += "]";
-    };
-    series("history_delivered_bps", &live::DirectionRates::delivered_bps);
-    series("history_offered_bps", &live::DirectionRates::offered_bps);
-    series("history_delay_ms", &live::DirectionRates::delay_ms);
-  }
+  const std::vector<live::Metric>& rows = live::metrics();
+  std::string j = "{", group;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].key.empty()) add_field(j, group, rows[i].key, figure_json(rows[i], r[int(i)]));
+  close_group(j, group);
+  j += ", \"state\": " + json_string(r.state) + ", \"text\": " + json_string(live::columns_text(r)) +
+       ", \"totals\": {";
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].total.empty()) add_field(j, group, rows[i].total, std::to_string(t.value[i]));
+  close_group(j, group);
+  j += "}";
+  if (history_seconds > 0) j += history_json(s, d, history_seconds);
   return j + "}";
 }
 
@@ -80,16 +105,9 @@ std::string shell_line(const live::ShellState& s, size_t width) {
 }
 
 std::string direction_line(const live::ShellState& s, int d, size_t width) {
-  const live::DirectionRates& r = s.recent.dir[d];
-  char capacity[32] = "         ", delay[32] = "         -", b[160];
-  if (r.offered_bps >= 0) std::snprintf(capacity, sizeof capacity, " / %6.1f", r.offered_bps / 1e6);
-  if (r.delay_ms >= 0) std::snprintf(delay, sizeof delay, " %7.1fms", r.delay_ms);
-  std::snprintf(b, sizeof b, "       %-5s%6.1f%s Mbit/s  q %5llup %6s%s  drop %5.0f/s", kDirNames[d],
-                r.delivered_bps / 1e6, capacity, static_cast<unsigned long long>(r.queued_packets),
-                live::bytes_text(r.queued_bytes).c_str(), delay, r.drops_total_per_s);
-  std::string line = indent(s) + b;
-  if (!r.state.empty()) line += " " + r.state;
-  return fit(line, width);
+  char name[16];
+  std::snprintf(name, sizeof name, "       %-5s", kDirNames[d]);
+  return fit(indent(s) + name + live::columns_text(s.recent.dir[d]), width);
 }
 
 std::string text_view(const std::vector<const live::ShellState*>& shells, size_t width) {

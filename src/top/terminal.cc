@@ -27,8 +27,8 @@ std::string spark_row(const live::ShellState& s, int d, bool unicode) {
   std::vector<double> delivered;
   double max = 1;
   for (const live::Rates& r : s.per_second(kSparkSeconds)) {
-    delivered.push_back(r.dir[d].delivered_bps);
-    max = std::max({max, r.dir[d].delivered_bps, r.dir[d].offered_bps});
+    delivered.push_back(r.dir[d][live::kDelivered]);
+    max = std::max({max, r.dir[d][live::kDelivered], r.dir[d][live::kOffered]});
   }
   char scale[48];
   std::snprintf(scale, sizeof scale, " max %.1f Mbit/s", max / 1e6);

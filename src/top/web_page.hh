@@ -46,11 +46,7 @@ function series(ctx, values, max, height, fill, stroke) {
 
 function drawDirection(box, name, d) {
   const fig = box.querySelector(".fig");
-  const cap = d.offered_bps === null ? "" : " / " + mbit(d.offered_bps);
-  const delay = d.delay_ms === null ? "-" : d.delay_ms.toFixed(1) + " ms";
-  fig.textContent = name + "  " + mbit(d.delivered_bps) + cap + " Mbit/s   queue " + d.queued_packets + " pkts " +
-    d.queued_bytes + " B, " + delay + "   drops " + d.drops_total_per_s.toFixed(0) + "/s" +
-    (d.state ? "   " + d.state : "");
+  fig.textContent = name + " " + d.text;  // tm-top's own columns, one per row of its metrics table
   const [rate, dly] = box.querySelectorAll("canvas");
   const r = rate.getContext("2d"), q = dly.getContext("2d");
   r.clearRect(0, 0, W, RATE_H); q.clearRect(0, 0, W, DELAY_H);

@@ -272,7 +272,7 @@ def test_the_page_in_a_browser_redraws_twice_a_second_with_the_json_figures(root
     figures = json.loads(root.run(tools.tool("tm-top", "--json", "--pid", shell.pid)).stdout)["shells"][0]["uplink"]
     m = re.search(r'data-updates="(\d+)"', dom)
     assert m and int(m.group(1)) >= 8, dom[-2000:]  # 4 s at twice a second, and the first at once
-    shown = re.search(r"up\s+([\d.]+) / ([\d.]+) Mbit/s\s+queue (\d+) pkts", dom)
+    shown = re.search(r"up\s+([\d.]+) /\s+([\d.]+) Mbit/s\s+q\s+(\d+)p", dom)  # the JSON's "text", drawn
     assert shown and "tm-link --uplink-rate 8mbit" in dom, dom[-2000:]
     assert within(float(shown.group(1)), figures["delivered_bps"] / 1e6, 0.05), (shown.groups(), figures)
     assert within(float(shown.group(2)), figures["offered_bps"] / 1e6, 0.05), (shown.groups(), figures)
@@ -292,7 +292,7 @@ def test_meter_prints_a_line_a_second_off_a_terminal(who, tools, public_tmp):
     assert r.returncode == 0, r.stderr
     lines = [line for line in r.stderr.splitlines() if line.startswith("tm-link up ")]
     assert len(lines) >= 2, r.stderr
-    rates = [float(re.match(r"tm-link up ([\d.]+)/([\d.]+) Mbit/s", line).group(1)) for line in lines[1:]]
+    rates = [float(re.match(r"tm-link up ([\d.]+) / ([\d.]+) Mbit/s", line).group(1)) for line in lines[1:]]
     assert all(within(rate, RATE_MBIT, 0.05) for rate in rates[1:]) and rates[0] <= RATE_MBIT * 1.05, r.stderr
 
 
