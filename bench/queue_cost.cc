@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "queues/delay_queue.hh"
-#include "queues/jitter_queue.hh"
-#include "queues/loss_queue.hh"
-#include "queues/onoff_queue.hh"
+#include "effects/delay_queue.hh"
+#include "effects/jitter_queue.hh"
+#include "effects/loss_queue.hh"
+#include "effects/onoff_queue.hh"
 
 namespace {
 

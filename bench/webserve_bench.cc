@@ -19,7 +19,7 @@
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/server.hh"
 
 using namespace tracemod;
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   const web::Recording recording = synthetic(std::stoi(argv[3]), std::stoi(argv[4]), std::stoul(argv[5]), port);
   try {
     const Clock::time_point t0 = Clock::now();
-    webserve::CertificateAuthority ca = webserve::CertificateAuthority::load_or_create(dir + "/ca");
+    certs::CertificateAuthority ca = certs::CertificateAuthority::load_or_create(dir + "/ca");
     const web::Matcher matcher(recording);
     webserve::Bodies bodies(recording, nullptr, 1);
     boost::asio::io_context io{1};
@@ -90,8 +90,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 100; ++i) ca.leaf("leaf" + std::to_string(i) + ".bench.test");
     std::cout << "leaf_us " << std::chrono::duration<double, std::micro>(Clock::now() - t1).count() / 100 << std::endl;
     std::ofstream(dir + "/body", std::ios::binary) << recording.exchanges[0].response.body;
-    std::ofstream(dir + "/leaf.pem") << webserve::pem(ca.leaf("127.0.1.1")) << webserve::pem(ca.certificate());
-    std::ofstream(dir + "/leaf.key") << webserve::pem(ca.leaf_key());
+    std::ofstream(dir + "/leaf.pem") << certs::pem(ca.leaf("127.0.1.1")) << certs::pem(ca.certificate());
+    std::ofstream(dir + "/leaf.key") << certs::pem(ca.leaf_key());
     server.keep_service_times(true);
     boost::asio::signal_set stop(io, SIGTERM, SIGINT), usr1(io, SIGUSR1);
     stop.async_wait([&io](const boost::system::error_code&, int) { io.stop(); });

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "fuzz.hh"
-#include "link/queue_factory.hh"
+#include "disciplines/queue_factory.hh"
 
 using namespace tracemod;
 

@@ -13,7 +13,7 @@
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/coding.hh"
 #include "webserve/inject.hh"
 #include "webserve/server.hh"
@@ -86,7 +86,7 @@ struct Site {
   web::Matcher matcher{recording};
   webserve::Injection script = webserve::deterministic_script(1500000000000, 1);
   webserve::Bodies bodies{recording, &script, 1};
-  webserve::CertificateAuthority ca = webserve::CertificateAuthority::load_or_create(scratch_dir() + "/ca");
+  certs::CertificateAuthority ca = certs::CertificateAuthority::load_or_create(scratch_dir() + "/ca");
 };
 
 inline Site& site() {

@@ -1,4 +1,4 @@
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #include "util/error.hh"
 
-namespace tracemod::webserve {
+namespace tracemod::certs {
 namespace {
 
 constexpr long kDay = 24 * 60 * 60;
@@ -249,4 +249,4 @@ std::string CertificateAuthority::leaf_spki_sha256_base64() const {
   return std::string(reinterpret_cast<char*>(b64), len);
 }
 
-}  // namespace tracemod::webserve
+}  // namespace tracemod::certs

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-namespace tracemod::webserve {
+namespace tracemod::certs {
 
 struct X509Free {
   void operator()(X509* x) const { X509_free(x); }
@@ -53,4 +53,4 @@ class CertificateAuthority {
 std::string pem(X509* cert);
 std::string pem(EVP_PKEY* key);
 
-}  // namespace tracemod::webserve
+}  // namespace tracemod::certs

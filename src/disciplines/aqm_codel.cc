@@ -1,4 +1,4 @@
-#include "link/aqm_codel.hh"
+#include "disciplines/aqm_codel.hh"
 
 #include <cmath>
 

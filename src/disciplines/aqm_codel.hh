@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 
 namespace tracemod {
 

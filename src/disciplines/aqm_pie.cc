@@ -1,4 +1,4 @@
-#include "link/aqm_pie.hh"
+#include "disciplines/aqm_pie.hh"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "link/aqm_red.hh"
+#include "disciplines/aqm_red.hh"
 
 #include <cmath>
 #include <sstream>

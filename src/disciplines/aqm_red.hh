@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 
 namespace tracemod {
 

@@ -1,4 +1,4 @@
-#include "link/ecn.hh"
+#include "disciplines/ecn.hh"
 
 namespace tracemod {
 namespace {

@@ -1,11 +1,11 @@
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
-#include "link/ecn.hh"
+#include "disciplines/ecn.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 

@@ -1,12 +1,12 @@
 // The one place that knows every queue discipline: it reads a queue's name and arguments and builds it.
-#include "link/queue_factory.hh"
+#include "disciplines/queue_factory.hh"
 
 #include <utility>
 #include <vector>
 
-#include "link/aqm_codel.hh"
-#include "link/aqm_pie.hh"
-#include "link/aqm_red.hh"
+#include "disciplines/aqm_codel.hh"
+#include "disciplines/aqm_pie.hh"
+#include "disciplines/aqm_red.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 #include "util/random.hh"
 
 namespace tracemod {

@@ -1,4 +1,4 @@
-#include "queues/delay_queue.hh"
+#include "effects/delay_queue.hh"
 
 namespace tracemod {
 

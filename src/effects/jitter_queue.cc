@@ -1,4 +1,4 @@
-#include "queues/jitter_queue.hh"
+#include "effects/jitter_queue.hh"
 
 #include <algorithm>
 #include <cmath>

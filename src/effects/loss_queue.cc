@@ -1,4 +1,4 @@
-#include "queues/loss_queue.hh"
+#include "effects/loss_queue.hh"
 
 #include <algorithm>
 #include <cstring>

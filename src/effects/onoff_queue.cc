@@ -1,4 +1,4 @@
-#include "queues/onoff_queue.hh"
+#include "effects/onoff_queue.hh"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "queues/series_queue.hh"
+#include "effects/series_queue.hh"
 
 #include <algorithm>
 #include <utility>

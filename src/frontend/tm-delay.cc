@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "frontend/tool.hh"
-#include "queues/delay_queue.hh"
-#include "queues/jitter_queue.hh"
+#include "effects/delay_queue.hh"
+#include "effects/jitter_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -8,7 +8,7 @@
 #include "frontend/tool.hh"
 #include "link/link_cli.hh"
 #include "link/link_queue.hh"
-#include "link/queue_factory.hh"
+#include "disciplines/queue_factory.hh"
 #include "util/error.hh"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "frontend/tool.hh"
-#include "queues/loss_queue.hh"
+#include "effects/loss_queue.hh"
 #include "util/error.hh"
 
 namespace {

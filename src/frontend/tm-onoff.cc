@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "frontend/tool.hh"
-#include "queues/onoff_queue.hh"
+#include "effects/onoff_queue.hh"
 #include "util/error.hh"
 
 namespace {

@@ -10,12 +10,12 @@
 #include <iostream>
 
 #include "frontend/tool.hh"
-#include "queues/delay_queue.hh"
+#include "effects/delay_queue.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "webrecord/proxy.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 
 namespace tracemod {
 namespace {
@@ -47,7 +47,7 @@ std::string recording_directory(const po::variables_map& vm) {
     throw UsageError(given + ": cannot make the directory: " + std::strerror(errno));
   if (::access(dir.c_str(), W_OK | X_OK) < 0) throw UsageError(given + ": cannot write there: " + std::strerror(errno));
   try {
-    webserve::CertificateAuthority::load_or_create(dir.string());
+    certs::CertificateAuthority::load_or_create(dir.string());
   } catch (const Error& e) {
     throw UsageError(e.what());
   }

@@ -12,13 +12,13 @@
 #include <set>
 
 #include "frontend/tool.hh"
-#include "queues/delay_queue.hh"
+#include "effects/delay_queue.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 #include "web/recording.hh"
 #include "web/snapshot.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/serve.hh"
 
 namespace tracemod {
@@ -51,7 +51,7 @@ std::string ca_directory(const po::variables_map& vm, const std::string& recordi
   const std::string dir = given ? absolute_path("--ca-dir", option_text(vm, "ca-dir")) : default_ca_dir(recording, id);
   try {
     const FilesAs as_user(id);
-    webserve::CertificateAuthority::load_or_create(dir);
+    certs::CertificateAuthority::load_or_create(dir);
   } catch (const Error& e) {
     throw UsageError(std::string(given ? "--ca-dir: " : "the replay's CA (give --ca-dir DIR to put it elsewhere): ") +
                      e.what());

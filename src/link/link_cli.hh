@@ -8,7 +8,7 @@
 
 #include "link/link_log.hh"
 #include "link/link_queue.hh"
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 #include "link/trace.hh"
 #include "packet/buffer_pool.hh"
 #include "util/clock.hh"

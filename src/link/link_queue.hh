@@ -16,7 +16,7 @@
 #include <string>
 
 #include "link/link_log.hh"
-#include "link/queue_discipline.hh"
+#include "disciplines/queue_discipline.hh"
 #include "link/shared_medium.hh"
 #include "link/trace.hh"
 #include "packet/packet_queue.hh"

@@ -29,7 +29,7 @@
 #include "webrecord/opaque.hh"
 #include "webrecord/opening.hh"
 #include "webrecord/tally.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 
 #ifndef SO_ORIGINAL_DST
 #define SO_ORIGINAL_DST 80
@@ -138,7 +138,7 @@ class Relay {
 class Recorder {
  public:
   explicit Recorder(const ProxyConfig& config)
-      : config_(config), ca_(webserve::CertificateAuthority::load_or_create(config.dir)), writer_(config.dir) {
+      : config_(config), ca_(certs::CertificateAuthority::load_or_create(config.dir)), writer_(config.dir) {
     server_.reset(SSL_CTX_new(TLS_server_method()));
     client_.reset(SSL_CTX_new(TLS_client_method()));
     if (!server_ || !client_) throw Error("TLS: " + ssl_error_text());
@@ -159,7 +159,7 @@ class Recorder {
 
   SSL_CTX* server_ctx() { return server_.get(); }
   SSL_CTX* client_ctx() { return client_.get(); }
-  webserve::CertificateAuthority& ca() { return ca_; }
+  certs::CertificateAuthority& ca() { return ca_; }
   bool verbose() const { return config_.verbose; }
   void unrecorded(Unrecorded why) { tally_.unrecorded(why); }
   uint64_t max_body() const { return config_.max_body; }
@@ -196,7 +196,7 @@ class Recorder {
 
  private:
   const ProxyConfig& config_;
-  webserve::CertificateAuthority ca_;
+  certs::CertificateAuthority ca_;
   web::RecordWriter writer_;
   std::unique_ptr<SSL_CTX, SslCtxFree> server_, client_;
   std::mutex write_mutex_;

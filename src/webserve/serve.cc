@@ -10,7 +10,7 @@
 
 #include "util/error.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/dns.hh"
 #include "webserve/server.hh"
 
@@ -64,7 +64,7 @@ int serve(const ServeConfig& config) {
   if (!config.recording) throw Error("serve: no recording");
   const web::Recording& recording = *config.recording;
   std::ostream& log = *config.log;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(config.ca_dir);
+  certs::CertificateAuthority ca = certs::CertificateAuthority::load_or_create(config.ca_dir);
   const web::Matcher matcher(recording, config.match);
   std::optional<Injection> injection;
   if (config.deterministic) {

@@ -59,7 +59,7 @@ std::string tls_name(SSL* ssl) {
 // The TLS side: the context, and what the callbacks need to choose a certificate and a protocol.
 struct TlsContext {
   ssl::context ctx{ssl::context::tls_server};
-  CertificateAuthority* ca = nullptr;
+  certs::CertificateAuthority* ca = nullptr;
   // Names (and addresses, for a client that sends no SNI) whose exchanges over TLS were all recorded over
   // HTTP/1.1, or that were recorded only over plain HTTP: offered HTTP/1.1 alone, as they were.
   std::unordered_set<std::string> http1_only;
@@ -264,7 +264,7 @@ std::string host_without_port(const std::string& authority) {
   return lower(authority.substr(0, colon));
 }
 
-ReplayServer::ReplayServer(asio::io_context& io, const web::Matcher& matcher, Bodies& bodies, CertificateAuthority& ca,
+ReplayServer::ReplayServer(asio::io_context& io, const web::Matcher& matcher, Bodies& bodies, certs::CertificateAuthority& ca,
                            std::ostream& log, ServerOptions options)
     : io_(io),
       matcher_(matcher),

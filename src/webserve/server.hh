@@ -16,7 +16,7 @@
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 
 namespace tracemod::webserve {
 
@@ -40,7 +40,7 @@ class ReplayServer {
  public:
   // Keeps references to all of them: they must outlive the server. LOG gets one line per request not answered
   // from the recording.
-  ReplayServer(boost::asio::io_context& io, const web::Matcher& matcher, Bodies& bodies, CertificateAuthority& ca,
+  ReplayServer(boost::asio::io_context& io, const web::Matcher& matcher, Bodies& bodies, certs::CertificateAuthority& ca,
                std::ostream& log, ServerOptions options = {});
   ~ReplayServer();
 
@@ -76,7 +76,7 @@ class ReplayServer {
   boost::asio::io_context& io_;
   const web::Matcher& matcher_;
   Bodies& bodies_;
-  CertificateAuthority& ca_;
+  certs::CertificateAuthority& ca_;
   std::ostream& log_;
   ServerOptions options_;
   web::Sequence sequence_;

@@ -75,11 +75,11 @@ def test_the_real_tree_passes(tree):
 # (folder, the include planted in its first file, the rule the report ends with): up, sideways between peers,
 # relative to the file, and each other spelling that reaches a folder.
 PLANTED = [("util", '"frontend/tool.hh"', "util may include no other folder"),
-           ("link", '"queues/delay_queue.hh"', "link may include only "),
+           ("link", '"effects/delay_queue.hh"', "link may include only "),
            ("packet", '"../shell/command.hh"', "packet may include only util"),
-           ("link", "<queues/delay_queue.hh>", "link may include only "),
-           ("link", '"src/queues/delay_queue.hh"', "link may include only "),
-           ("link", "<src/queues/delay_queue.hh>", "link may include only ")]
+           ("link", "<effects/delay_queue.hh>", "link may include only "),
+           ("link", '"src/effects/delay_queue.hh"', "link may include only "),
+           ("link", "<src/effects/delay_queue.hh>", "link may include only ")]
 
 
 @pytest.mark.parametrize("folder, include, rule", PLANTED)
@@ -173,3 +173,33 @@ def test_a_folder_over_its_file_limit_is_reported_and_build_products_do_not_coun
     status, output = check(tree)
     assert status == 1
     assert "src/packet: 16 source files, more than its limit of 15" in output
+
+
+def move_to_layer(root, folder, layer):
+    """Moves FOLDER to the front of layer LAYER's line in the copy's §8 diagram."""
+    path = root / "docs" / "ARCHITECTURE.md"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("    layer ") and f"   {folder}   " in line + " ":
+            lines[i] = line.replace(f"   {folder}   ", "   ", 1)
+    at = next(i for i, l in enumerate(lines) if l.startswith(f"    layer {layer}   "))
+    lines[at] = lines[at].replace(f"layer {layer}   ", f"layer {layer}   {folder}   ", 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+# The layer diagram is checked against the table: a folder drawn on or below a folder it includes, or missing.
+@pytest.mark.parametrize("folder, layer, said", [
+    ("disciplines", 3, "link (layer 3) includes disciplines, which is on layer 3"),
+    ("certs", 2, "webserve (layer 2) includes certs, which is on layer 2"),
+])
+def test_the_layer_diagram_cannot_show_an_arrow_that_is_not_downward(tree, folder, layer, said):
+    move_to_layer(tree, folder, layer)
+    status, output = check(tree)
+    assert status == 1 and said in output, output
+
+
+def test_a_folder_missing_from_the_layer_diagram_is_reported(tree):
+    path = tree / "docs" / "ARCHITECTURE.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("   saturator   ", "   ", 1), encoding="utf-8")
+    status, output = check(tree)
+    assert status == 1 and "saturator is on no layer of §8's diagram" in output, output

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "fake.hh"
-#include "link/aqm_red.hh"
-#include "link/ecn.hh"
-#include "link/queue_factory.hh"
+#include "disciplines/aqm_red.hh"
+#include "disciplines/ecn.hh"
+#include "disciplines/queue_factory.hh"
 #include "util/error.hh"
 
 namespace tracemod {

@@ -8,7 +8,7 @@
 
 #include "channel/channel_effects.hh"
 #include "fake.hh"
-#include "queues/loss_queue.hh"
+#include "effects/loss_queue.hh"
 #include "util/error.hh"
 
 namespace tracemod {

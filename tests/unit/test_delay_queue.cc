@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fake.hh"
-#include "queues/delay_queue.hh"
+#include "effects/delay_queue.hh"
 
 namespace tracemod {
 namespace {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "link/ecn.hh"
+#include "disciplines/ecn.hh"
 #include "packet/segmenter.hh"
 
 namespace tracemod {

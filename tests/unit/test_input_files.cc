@@ -13,7 +13,7 @@
 #include "fake.hh"
 #include "link/trace.hh"
 #include "modulate/schedule.hh"
-#include "queues/onoff_queue.hh"
+#include "effects/onoff_queue.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "queues/jitter_queue.hh"
+#include "effects/jitter_queue.hh"
 
 namespace tracemod {
 namespace {

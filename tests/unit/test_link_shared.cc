@@ -4,7 +4,7 @@
 
 #include "fake.hh"
 #include "link/link_queue.hh"
-#include "link/queue_factory.hh"
+#include "disciplines/queue_factory.hh"
 
 namespace tracemod {
 namespace {

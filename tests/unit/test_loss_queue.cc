@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "fake.hh"
-#include "queues/loss_queue.hh"
+#include "effects/loss_queue.hh"
 
 namespace tracemod {
 namespace {

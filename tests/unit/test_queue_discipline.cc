@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "fake.hh"
-#include "link/aqm_codel.hh"
-#include "link/aqm_pie.hh"
-#include "link/ecn.hh"
-#include "link/queue_factory.hh"
+#include "disciplines/aqm_codel.hh"
+#include "disciplines/aqm_pie.hh"
+#include "disciplines/ecn.hh"
+#include "disciplines/queue_factory.hh"
 #include "util/error.hh"
 
 namespace tracemod {

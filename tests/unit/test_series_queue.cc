@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "fake.hh"
-#include "queues/delay_queue.hh"
-#include "queues/loss_queue.hh"
-#include "queues/series_queue.hh"
+#include "effects/delay_queue.hh"
+#include "effects/loss_queue.hh"
+#include "effects/series_queue.hh"
 
 namespace tracemod {
 namespace {

@@ -30,7 +30,7 @@
 #include "web/recording.hh"
 #include "web/wire.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/dns.hh"
 #include "webserve/serve.hh"
 #include "webserve/server.hh"
@@ -40,6 +40,8 @@ namespace {
 
 namespace asio = boost::asio;
 using web::Scheme;
+using certs::CertificateAuthority;
+using certs::pem;
 
 using fake::TempDir;
 

@@ -20,7 +20,7 @@
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "webserve/certs.hh"
+#include "certs/certs.hh"
 #include "webserve/coding.hh"
 #include "webserve/dates.hh"
 #include "webserve/inject.hh"
@@ -31,6 +31,8 @@ namespace {
 
 using web::Header;
 using web::Scheme;
+using certs::CertificateAuthority;
+using certs::pem;
 
 using fake::output_of;
 
