@@ -16,10 +16,10 @@
 #include <iostream>
 #include <string>
 
+#include "certs/certs.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 #include "webserve/server.hh"
 
 using namespace tracemod;

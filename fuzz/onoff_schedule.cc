@@ -1,7 +1,7 @@
 // tm-onoff's schedule files ("TIME on" / "TIME off" lines): FileOnOff::load on the input as a file, then the
 // schedule a shell would follow: whether the link is on at times across it, and when each state ends.
-#include "fuzz.hh"
 #include "effects/onoff_queue.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

@@ -5,8 +5,8 @@
 // link would use them.
 #include <cstring>
 
-#include "fuzz.hh"
 #include "disciplines/queue_factory.hh"
+#include "fuzz.hh"
 
 using namespace tracemod;
 

@@ -9,11 +9,11 @@
 #include <sstream>
 #include <string>
 
+#include "certs/certs.hh"
 #include "fuzz.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 #include "webserve/coding.hh"
 #include "webserve/inject.hh"
 #include "webserve/server.hh"

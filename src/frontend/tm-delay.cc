@@ -3,9 +3,9 @@
 #include <cmath>
 #include <memory>
 
-#include "frontend/tool.hh"
 #include "effects/delay_queue.hh"
 #include "effects/jitter_queue.hh"
+#include "frontend/tool.hh"
 #include "util/error.hh"
 
 namespace {

@@ -5,10 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include "disciplines/queue_factory.hh"
 #include "frontend/tool.hh"
 #include "link/link_cli.hh"
 #include "link/link_queue.hh"
-#include "disciplines/queue_factory.hh"
 #include "util/error.hh"
 
 namespace {

@@ -3,8 +3,8 @@
 #include <array>
 #include <memory>
 
-#include "frontend/tool.hh"
 #include "effects/loss_queue.hh"
+#include "frontend/tool.hh"
 #include "util/error.hh"
 
 namespace {

@@ -4,8 +4,8 @@
 #include <array>
 #include <memory>
 
-#include "frontend/tool.hh"
 #include "effects/onoff_queue.hh"
+#include "frontend/tool.hh"
 #include "util/error.hh"
 
 namespace {

@@ -1,21 +1,19 @@
 // tm-webrecord: every HTTP exchange the command makes, recorded while it goes on to the real origins. The
 // shell redirects the link's TCP, to any port but DNS's, to its recorder, which it starts in its parent namespace
-// as `tm-webrecord --proxy DIR` (man/tm-webrecord.1).
+// as libexec's `webrecord-proxy --dir DIR` (man/tm-webrecord.1).
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
-#include "frontend/tool.hh"
+#include "certs/certs.hh"
 #include "effects/delay_queue.hh"
+#include "frontend/tool.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "webrecord/proxy.hh"
-#include "certs/certs.hh"
 
 namespace tracemod {
 namespace {
@@ -80,7 +78,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
                                 ? parse_bytes("--max-body", option_text(vm, "max-body"), 1, kMaxQueueLimit)
                                 : webrecord::kDefaultMaxBody;
   const std::string dir = recording_directory(vm);
-  shell.outside.argv = {own_executable(), "--proxy", dir, "--max-body", std::to_string(max_body)};
+  shell.outside.argv = {helper_program("webrecord-proxy"), "--dir", dir, "--max-body", std::to_string(max_body)};
   if (!upstream_ca.empty()) shell.outside.argv.insert(shell.outside.argv.end(), {"--upstream-ca", upstream_ca});
   if (insecure) shell.outside.argv.push_back("--insecure-upstream");
   if (shell.verbose) shell.outside.argv.push_back("--verbose");
@@ -111,38 +109,10 @@ void describe(Tool& tool) {
   };
 }
 
-// The recorder, `tm-webrecord --proxy DIR [--upstream-ca FILE | --insecure-upstream] [--max-body BYTES]
-// [--verbose]`, which the shell starts in its parent namespace: listens on $TM_OUTER and $TM_OUTER6 until
-// SIGTERM, then says what it recorded in one line and exits (1 if a record could not be written).
-int run_proxy(int argc, char** argv) {
-  po::options_description options("tm-webrecord --proxy");
-  webrecord::ProxyConfig config;
-  options.add_options()                                                               //
-      ("proxy", text_value("DIR"), "the recording's directory")                       //
-      ("upstream-ca", text_value("FILE"), "the origins' CA")                          //
-      ("insecure-upstream", po::bool_switch(&config.insecure_upstream), "no checks")  //
-      ("max-body", po::value(&config.max_body), "bytes")                              //
-      ("verbose", po::bool_switch(&config.verbose), "a line per exchange");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-    config.dir = option_text(vm, "proxy");
-    if (vm.count("upstream-ca")) config.upstream_ca = option_text(vm, "upstream-ca");
-    for (const char* v : {"TM_OUTER", "TM_OUTER6"})
-      if (const char* a = std::getenv(v); a && *a) config.addresses.push_back(a);
-    webrecord::run_proxy(config);
-  } catch (const std::exception& e) {
-    std::cerr << "tm-webrecord: recorder: " << e.what() << "\n";
-    return 1;
-  }
-}
-
 }  // namespace
 }  // namespace tracemod
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--proxy") == 0) return tracemod::run_proxy(argc, argv);
   tracemod::Tool tool;
   tool.name = "tm-webrecord";
   tool.synopsis = "[OPTIONS] DIR [-- COMMAND [ARGS...]]";

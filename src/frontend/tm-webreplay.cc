@@ -1,25 +1,23 @@
 // tm-webreplay: a recorded web site served from the far side of the link, every origin at its own address.
 // The recording is read and checked once, here, before anything starts; the shell's server in its parent
-// namespace (`tm-webreplay --serve`) is handed what was read (web/snapshot.hh) and parses nothing again
+// namespace (libexec's webreplay-server) is handed what was read (web/snapshot.hh) and parses nothing again
 // (man/tm-webreplay.1).
 #include <sys/mman.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <set>
 
-#include "frontend/tool.hh"
+#include "certs/certs.hh"
 #include "effects/delay_queue.hh"
+#include "frontend/tool.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 #include "web/recording.hh"
 #include "web/snapshot.hh"
-#include "certs/certs.hh"
-#include "webserve/serve.hh"
 
 namespace tracemod {
 namespace {
@@ -123,7 +121,7 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
   }
   const std::string ca_dir = ca_directory(vm, path);
   shell.far_dns = true;
-  shell.outside.argv = {own_executable(), "--serve", "--ca-dir", ca_dir, "--ready-fd", "3"};
+  shell.outside.argv = {helper_program("webreplay-server"), "--ca-dir", ca_dir, "--ready-fd", "3"};
   shell.outside.argv.insert(shell.outside.argv.end(), options.begin(), options.end());
   shell.outside.stdin_fd = file->get();
   shell.outside.says_ready = true;
@@ -164,47 +162,10 @@ void describe(Tool& tool) {
   };
 }
 
-// The far side, `tm-webreplay --serve --ca-dir DIR [--ready-fd N] [OPTIONS]`, which the shell starts in its parent
-// namespace with the recording's snapshot as standard input: takes the CA and serves every origin, and DNS on
-// $TM_OUTER, until SIGTERM.
-int run_server(int argc, char** argv) {
-  po::options_description options("tm-webreplay --serve");
-  webserve::ServeConfig config;
-  int ready_fd = -1;
-  options.add_options()                                                                           //
-      ("serve", "the recording's snapshot is standard input")                                     //
-      ("ca-dir", text_value("DIR"), "the CA's directory")                                         //
-      ("ready-fd", po::value<int>(&ready_fd), "where to say it is ready")                         //
-      ("ignore-param", po::value<std::vector<std::string>>()->composing(), "ignored parameters")  //
-      ("strict", po::bool_switch(&config.server.strict), "strict")                                //
-      ("keep-dates", po::bool_switch(&config.server.keep_dates), "dates as recorded")             //
-      ("deterministic", po::bool_switch(&config.deterministic), "the deterministic script")       //
-      ("seed", po::value<uint64_t>(), "its seed");
-  try {
-    po::variables_map vm;
-    po::store(po::parse_command_line(argc, argv, options), vm);
-    po::notify(vm);
-    const web::Recording recording = web::read_snapshot(0);
-    config.recording = &recording;
-    config.ca_dir = option_text(vm, "ca-dir");
-    config.ready_fd = ready_fd;
-    config.match.strict = config.server.strict;
-    if (vm.count("ignore-param")) config.match.ignored_params = vm["ignore-param"].as<std::vector<std::string>>();
-    if (vm.count("seed")) config.seed = vm["seed"].as<uint64_t>();
-    for (const char* v : {"TM_OUTER", "TM_OUTER6"})
-      if (const char* a = std::getenv(v); a && *a) config.dns_addresses.push_back(a);
-    return webserve::serve(config);
-  } catch (const std::exception& e) {
-    std::cerr << "tm-webreplay: the replay's server: " << e.what() << "\n";
-    return 1;
-  }
-}
-
 }  // namespace
 }  // namespace tracemod
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--serve") == 0) return tracemod::run_server(argc, argv);
   tracemod::Tool tool;
   tool.name = "tm-webreplay";
   tool.synopsis = "[OPTIONS] RECORDING [-- COMMAND [ARGS...]]";

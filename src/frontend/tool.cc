@@ -18,6 +18,14 @@
 namespace tracemod {
 namespace {
 
+// This program's own path (/proc/self/exe).
+std::string own_executable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n < 0) throw Error(std::string("cannot find my own executable (/proc/self/exe): ") + std::strerror(errno));
+  return std::string(path, static_cast<size_t>(n));
+}
+
 void add_common(Tool& tool) {
   tool.options.add_options()                                                                                         //
       ("help,h", "show this help and exit")                                                                          //
@@ -187,11 +195,14 @@ std::string absolute_path(const std::string& named, const std::string& path) {
   return p.string();
 }
 
-std::string own_executable() {
-  char path[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n < 0) throw Error(std::string("cannot find my own executable (/proc/self/exe): ") + std::strerror(errno));
-  return std::string(path, static_cast<size_t>(n));
+
+std::string helper_program(const std::string& name) {
+  const std::string beside = std::filesystem::path(own_executable()).parent_path().parent_path() / "libexec" / name;
+  const std::string installed = std::string(TM_PKGLIBEXECDIR) + "/" + name;
+  for (const std::string& path : {beside, installed})
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  throw Error("its helper program " + name + " is neither at " + beside + " nor at " + installed +
+              ": the installation is incomplete");
 }
 
 uint64_t read_seed(const po::variables_map& vm) {

@@ -50,8 +50,11 @@ void add_seed_option(po::options_description& options, const std::string& what);
 // PATH made absolute, for a program started elsewhere; UsageError naming NAMED for '' or a current directory that
 // is gone (what std::filesystem::absolute would throw).
 std::string absolute_path(const std::string& named, const std::string& path);
-// This program's own path, for a shell that starts itself again on its far side (tm-webreplay --serve).
-std::string own_executable();
+
+// The path of helper program NAME (libexec/, e.g. "webreplay-server"): beside the tools as the build tree and
+// the tests' staged copies have it (BINDIR/../libexec/NAME), else where `make install` put it
+// ($(pkglibexecdir)/NAME). Throws Error naming both places if it is in neither.
+std::string helper_program(const std::string& name);
 // V as the prompt and log lines show numbers: what operator<< writes ("0.25", "1e-06").
 std::string number_text(double v);
 // The option that sets KEY for direction DIR ("uplink"): "--DIR-KEY" if given, else "--KEY" (both directions)

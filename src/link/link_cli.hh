@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "disciplines/queue_discipline.hh"
 #include "link/link_log.hh"
 #include "link/link_queue.hh"
-#include "disciplines/queue_discipline.hh"
 #include "link/trace.hh"
 #include "packet/buffer_pool.hh"
 #include "util/clock.hh"

@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "link/link_log.hh"
 #include "disciplines/queue_discipline.hh"
+#include "link/link_log.hh"
 #include "link/shared_medium.hh"
 #include "link/trace.hh"
 #include "packet/packet_queue.hh"

@@ -6,11 +6,11 @@
 #include <utility>
 
 #include "channel/loss_model.hh"
-#include "link/link_cli.hh"
 #include "disciplines/queue_factory.hh"
 #include "effects/delay_queue.hh"
 #include "effects/loss_queue.hh"
 #include "effects/series_queue.hh"
+#include "link/link_cli.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "util/random.hh"

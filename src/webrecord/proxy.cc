@@ -19,6 +19,7 @@
 #include <optional>
 #include <thread>
 
+#include "certs/certs.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 #include "util/signals.hh"
@@ -29,7 +30,6 @@
 #include "webrecord/opaque.hh"
 #include "webrecord/opening.hh"
 #include "webrecord/tally.hh"
-#include "certs/certs.hh"
 
 #ifndef SO_ORIGINAL_DST
 #define SO_ORIGINAL_DST 80

@@ -8,9 +8,9 @@
 #include <csignal>
 #include <thread>
 
+#include "certs/certs.hh"
 #include "util/error.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 #include "webserve/dns.hh"
 #include "webserve/server.hh"
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "certs/certs.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 
 namespace tracemod::webserve {
 

@@ -10,6 +10,7 @@ a developer's `sudo make check` skips it. It takes some 5 minutes, most of them 
 import glob
 import os
 import re
+import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -136,6 +137,8 @@ def check_installed_files(listed):
         assert f"/usr/share/man/man1/{tool}.1.gz" in listed, tool
         assert os.path.realpath(f"/usr/share/bash-completion/completions/{tool}") == \
             "/usr/share/bash-completion/completions/tracemod", tool
+    for helper in ("webreplay-server", "webrecord-proxy"):  # started by tm-webreplay and tm-webrecord
+        assert f"/usr/libexec/tracemod/{helper}" in listed and os.access(f"/usr/libexec/tracemod/{helper}", os.X_OK)
     assert "/usr/share/tracemod/traces/Verizon-LTE-short.up" in listed
     assert "/usr/share/tracemod/traces/wavelan.sched" in listed
     assert "/usr/share/tracemod/python/tracemod_run/cli.py" in listed
@@ -166,6 +169,13 @@ def run_installed(who, workdir):
     assert r.returncode == 0, f"tm-run as {who.name}: {r.stdout}\n{r.stderr}"
     with open(workdir / "aqm" / "results.csv") as f:
         assert len(re.findall(r"goodput_mbps", f.read())) == 2
+
+    # A replay: the installed tm-webreplay starts the installed server (libexec), which says it is ready.
+    har = workdir / "site.har"
+    shutil.copy(os.path.join(HERE, "..", "data", "web", "site.har"), har)
+    os.chmod(har, 0o644)
+    r = who.run(["tm-webreplay", "--ca-dir", str(workdir / "ca"), str(har), "--", "true"], env=env, timeout=120)
+    assert r.returncode == 0, f"tm-webreplay as {who.name}: {r.stderr}"
 
     r = who.run(["tm-trace", "validate", "Verizon-LTE-short.up"], env=env)  # found where it is installed
     assert r.returncode == 0 and r.stdout.startswith("Verizon-LTE-short.up: ok"), r.stdout + r.stderr

@@ -261,7 +261,7 @@ def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
               env={"TM_TEST_MARK": str(public_tmp)})
     read_until(p, "ready")
     mine = marked(str(public_tmp))
-    assert any("--proxy" in c for c in mine.values()), mine  # the recorder runs
+    assert any("webrecord-proxy --dir" in c for c in mine.values()), mine  # the recorder runs
     assert killed_leaves_nothing(p, str(public_tmp)) == {}
     assert sorted(os.listdir(directory)) == ["ca.key", "ca.pem"]
 

@@ -297,13 +297,28 @@ def test_a_bad_recording_is_refused_before_anything_starts(root, tools, public_t
     assert time.monotonic() - started < 5
 
 
+def test_a_missing_server_program_is_said_in_one_line(root, tools, public_tmp):
+    """tm-webreplay without its libexec server beside it (a tool copied alone, an installation cut short)."""
+    installed = "/usr/local/libexec/tracemod/webreplay-server"
+    if os.path.exists(installed):
+        pytest.skip(f"{installed} is installed: a tool copied alone finds it there")
+    bindir = public_tmp / "alone" / "bin"
+    bindir.mkdir(parents=True)
+    shutil.copy(tools.path("tm-webreplay"), bindir)
+    argv = replay(tools, public_copy(public_tmp, RECORDINGS["har"]), str(public_tmp / "ca"), cmd=["true"])
+    r = root.run([str(bindir / "tm-webreplay"), *argv[1:]])
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(
+        f"tm-webreplay: its helper program webreplay-server is neither at {public_tmp}/alone/libexec/"), r.stderr
+
+
 def test_nothing_is_left_after_sigkill(who, tools, public_tmp, spawn):
     recording = public_copy(public_tmp, RECORDINGS["har"])
     p = spawn(who, replay(tools, recording, str(public_tmp / "ca"), cmd=sh("echo ready; exec sleep 1000")),
               env={"TM_TEST_MARK": str(public_tmp)})
     read_until(p, "ready")
     mine = marked(str(public_tmp))
-    assert any("--serve" in c for c in mine.values()), mine  # the servers run, as the invoking user
+    assert any("webreplay-server --ca-dir" in c for c in mine.values()), mine  # the servers run, as the invoking user
     assert killed_leaves_nothing(p, str(public_tmp)) == {}
     assert sorted(os.listdir(public_tmp / "ca")) == ["ca.key", "ca.pem"]  # no temporary keys
     assert oct(os.stat(public_tmp / "ca" / "ca.key").st_mode & 0o777) == "0o600"

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "fake.hh"
 #include "disciplines/aqm_red.hh"
 #include "disciplines/ecn.hh"
 #include "disciplines/queue_factory.hh"
+#include "fake.hh"
 #include "util/error.hh"
 
 namespace tracemod {

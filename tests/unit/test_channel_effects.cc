@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "channel/channel_effects.hh"
-#include "fake.hh"
 #include "effects/loss_queue.hh"
+#include "fake.hh"
 #include "util/error.hh"
 
 namespace tracemod {

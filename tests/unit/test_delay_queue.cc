@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fake.hh"
 #include "effects/delay_queue.hh"
+#include "fake.hh"
 
 namespace tracemod {
 namespace {

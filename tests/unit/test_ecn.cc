@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "fake.hh"
 #include "disciplines/ecn.hh"
+#include "fake.hh"
 #include "packet/segmenter.hh"
 
 namespace tracemod {

@@ -10,10 +10,10 @@
 
 #include "analysis/link_log_reader.hh"
 #include "channel/distribution.hh"
+#include "effects/onoff_queue.hh"
 #include "fake.hh"
 #include "link/trace.hh"
 #include "modulate/schedule.hh"
-#include "effects/onoff_queue.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fake.hh"
 #include "effects/jitter_queue.hh"
+#include "fake.hh"
 
 namespace tracemod {
 namespace {

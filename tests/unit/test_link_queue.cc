@@ -6,9 +6,9 @@
 #include <sstream>
 #include <vector>
 
+#include "disciplines/queue_factory.hh"
 #include "fake.hh"
 #include "link/link_queue.hh"
-#include "disciplines/queue_factory.hh"
 
 namespace tracemod {
 namespace {

@@ -2,9 +2,9 @@
 // arrival order; each direction keeps its own counters, drops and departures.
 #include <gtest/gtest.h>
 
+#include "disciplines/queue_factory.hh"
 #include "fake.hh"
 #include "link/link_queue.hh"
-#include "disciplines/queue_factory.hh"
 
 namespace tracemod {
 namespace {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "disciplines/queue_factory.hh"
 #include "fake.hh"
 #include "link/link_queue.hh"
-#include "disciplines/queue_factory.hh"
 #include "link/trace.hh"
 #include "live/meter.hh"
 #include "live/metrics.hh"

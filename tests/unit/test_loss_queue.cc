@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fake.hh"
 #include "effects/loss_queue.hh"
+#include "fake.hh"
 
 namespace tracemod {
 namespace {

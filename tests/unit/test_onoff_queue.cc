@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "fake.hh"
 #include "effects/onoff_queue.hh"
+#include "fake.hh"
 #include "util/error.hh"
 
 namespace tracemod {

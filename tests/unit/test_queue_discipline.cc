@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "fake.hh"
 #include "disciplines/aqm_codel.hh"
 #include "disciplines/aqm_pie.hh"
 #include "disciplines/ecn.hh"
 #include "disciplines/queue_factory.hh"
+#include "fake.hh"
 #include "util/error.hh"
 
 namespace tracemod {

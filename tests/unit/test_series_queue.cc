@@ -3,10 +3,10 @@
 #include <memory>
 #include <vector>
 
-#include "fake.hh"
 #include "effects/delay_queue.hh"
 #include "effects/loss_queue.hh"
 #include "effects/series_queue.hh"
+#include "fake.hh"
 
 namespace tracemod {
 namespace {

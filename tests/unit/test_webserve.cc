@@ -24,13 +24,13 @@
 #include <string>
 #include <thread>
 
+#include "certs/certs.hh"
 #include "fake.hh"
 #include "util/error.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "web/wire.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 #include "webserve/dns.hh"
 #include "webserve/serve.hh"
 #include "webserve/server.hh"

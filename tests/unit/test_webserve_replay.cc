@@ -15,12 +15,12 @@
 #include <string>
 #include <thread>
 
+#include "certs/certs.hh"
 #include "fake.hh"
 #include "web/http_date.hh"
 #include "web/matcher.hh"
 #include "web/recording.hh"
 #include "webserve/bodies.hh"
-#include "certs/certs.hh"
 #include "webserve/coding.hh"
 #include "webserve/dates.hh"
 #include "webserve/inject.hh"
