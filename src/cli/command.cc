@@ -7,19 +7,18 @@
 
 namespace tracemod {
 
-int usage_error(const std::string& name, const std::string& synopsis, const std::string& message) {
-  std::cerr << name << ": " << message << "\n"
-            << "usage: " << name << " " << synopsis << "\n"
-            << "Try '" << name << " --help' for more information.\n";
+int usage_error(const Usage& usage, const std::string& message) {
+  std::cerr << usage.name << ": " << message << "\n"
+            << "usage: " << usage.name << " " << usage.synopsis << "\n"
+            << "Try '" << usage.name << " --help' for more information.\n";
   return 2;
 }
 
-bool answered_help_or_version(const po::variables_map& vm, const std::string& name, const std::string& synopsis,
-                              const std::string& summary, const po::options_description& options) {
+bool answered_help_or_version(const po::variables_map& vm, const Usage& usage) {
   if (vm.count("help"))
-    std::cout << "usage: " << name << " " << synopsis << "\n" << summary << "\n\n" << options;
+    std::cout << "usage: " << usage.name << " " << usage.synopsis << "\n" << usage.summary << "\n\n" << usage.options;
   else if (vm.count("version"))
-    std::cout << name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
+    std::cout << usage.name << " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n";
   return vm.count("help") || vm.count("version");
 }
 
@@ -33,12 +32,12 @@ int run_command(int argc, char** argv, Command& command) {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv).options(all).positional(command.positional).run(), vm);
     po::notify(vm);
-    if (answered_help_or_version(vm, command.name, command.synopsis, command.summary, command.options)) return 0;
+    if (answered_help_or_version(vm, command)) return 0;
     command.check(vm);
   } catch (const po::error& e) {
-    return usage_error(command.name, command.synopsis, e.what());
+    return usage_error(command, e.what());
   } catch (const UsageError& e) {
-    return usage_error(command.name, command.synopsis, e.what());
+    return usage_error(command, e.what());
   }
   try {
     return command.run();

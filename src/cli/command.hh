@@ -12,13 +12,21 @@ namespace tracemod {
 
 namespace po = boost::program_options;
 
-struct Command {
+// What --help and a usage error say of a tool, and the options it reads: every tool's, shell or not.
+struct Usage {
+  Usage() = default;
+  Usage(std::string name_, std::string synopsis_, std::string summary_)
+      : name(std::move(name_)), synopsis(std::move(synopsis_)), summary(std::move(summary_)) {}
   std::string name;      // "tm-graph"
   std::string synopsis;  // "LOG [LOG...] [--bin MS] ..."
   std::string summary;   // what it does, for --help
   po::options_description options{"Options"};
-  po::options_description hidden;  // what the positional arguments fill, kept out of --help
   po::positional_options_description positional;
+};
+
+struct Command : Usage {
+  using Usage::Usage;
+  po::options_description hidden;  // what the positional arguments fill, kept out of --help
   // Reads and checks the parsed options; a UsageError is bad usage (exit 2, said with the usage lines).
   std::function<void(const po::variables_map&)> check;
   // Does the tool's work and returns its exit status. A UsageError is bad input, such as a malformed file (exit 2,
@@ -29,11 +37,10 @@ struct Command {
 // Parses ARGV for COMMAND, answers --help and --version, then checks and runs it; returns the exit status.
 int run_command(int argc, char** argv, Command& command);
 
-// "NAME: MESSAGE", the usage line and where to find more, on standard error; returns 2.
-int usage_error(const std::string& name, const std::string& synopsis, const std::string& message);
+// "NAME: MESSAGE", USAGE's usage line and where to find more, on standard error; returns 2.
+int usage_error(const Usage& usage, const std::string& message);
 
-// Answers --help (usage, SUMMARY, OPTIONS) or --version if VM asks for one; returns whether it did.
-bool answered_help_or_version(const po::variables_map& vm, const std::string& name, const std::string& synopsis,
-                              const std::string& summary, const po::options_description& options);
+// Answers --help (usage line, summary, options) or --version if VM asks for one; returns whether it did.
+bool answered_help_or_version(const po::variables_map& vm, const Usage& usage);
 
 }  // namespace tracemod

@@ -106,12 +106,9 @@ std::vector<NamedFile> files(const po::variables_map& vm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-delay";
-  tool.synopsis = "[OPTIONS] MS [-- COMMAND [ARGS...]]";
-  tool.summary =
+  Tool tool("tm-delay", "[OPTIONS] MS [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) behind a link that delays every packet by MS milliseconds\n"
-      "in each direction (fractions allowed, e.g. 0.25), optionally with jitter.";
+      "in each direction (fractions allowed, e.g. 0.25), optionally with jitter.");
   tool.options.add_options()                                                //
       ("delay", text_value("MS"), "one-way delay in ms, both directions")   //
       ("uplink-delay", text_value("MS"), "delay from the command outward")  //

@@ -112,12 +112,9 @@ int graph(const Options& o) {
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a gnuplot that dies early must not kill us: its error is reported
   Options o;
-  Command command;
-  command.name = "tm-graph";
-  command.synopsis = "LOG [LOG...] [--bin MS] [--json] [--svg FILE] [--png FILE] [--title T]";
-  command.summary =
+  Command command("tm-graph", "LOG [LOG...] [--bin MS] [--json] [--svg FILE] [--png FILE] [--title T]",
       "Print the capacity, throughput, queueing delay and drops of a link log (tracemod's or\n"
-      "Mahimahi's), and draw them with gnuplot; several logs (one per path) share one picture.";
+      "Mahimahi's), and draw them with gnuplot; several logs (one per path) share one picture.");
   add_options(command, o);
   command.check = [&o](const po::variables_map& vm) { check_options(vm, o); };
   command.run = [&o] { return graph(o); };

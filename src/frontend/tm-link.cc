@@ -96,15 +96,11 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-link";
-  tool.synopsis =
-      "[OPTIONS] UPLINK-TRACE DOWNLINK-TRACE [-- COMMAND [ARGS...]]\n"
+  Tool tool("tm-link", "[OPTIONS] UPLINK-TRACE DOWNLINK-TRACE [-- COMMAND [ARGS...]]\n"
       "       tm-link [OPTIONS] --uplink-rate RATE --downlink-rate RATE [-- COMMAND [ARGS...]]\n"
-      "       tm-link [OPTIONS] --shared-medium TRACE [-- COMMAND [ARGS...]]";
-  tool.summary =
+      "       tm-link [OPTIONS] --shared-medium TRACE [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) behind a link whose capacity follows a Mahimahi delivery\n"
-      "trace (or a constant rate) in each direction.";
+      "trace (or a constant rate) in each direction.");
   tool.options.add_options()                                                                                       //
       ("uplink-trace", text_value("FILE"), "delivery trace from the command outward")                              //
       ("downlink-trace", text_value("FILE"), "delivery trace toward the command")                                  //

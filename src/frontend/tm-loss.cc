@@ -86,15 +86,11 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-loss";
-  tool.synopsis =
-      "[OPTIONS] uplink|downlink MODEL [-- COMMAND [ARGS...]]\n       tm-loss [OPTIONS] "
-      "--uplink-loss MODEL --downlink-loss MODEL [-- COMMAND [ARGS...]]";
-  tool.summary =
+  Tool tool("tm-loss", "[OPTIONS] uplink|downlink MODEL [-- COMMAND [ARGS...]]\n       tm-loss [OPTIONS] "
+      "--uplink-loss MODEL --downlink-loss MODEL [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) behind a link that loses packets at random in each direction.\n"
       "MODEL: a probability (0.01 or 1%), gilbert:p=P,r=R[,h=H][,k=K], markov4:p13=P[,p31=,p32=,p23=,p14=],\n"
-      "or ber:B (see man tm-loss).";
+      "or ber:B (see man tm-loss).");
   tool.options.add_options()                                                              //
       ("direction", text_value("DIR"), "uplink or downlink (Mahimahi form, with MODEL)")  //
       ("rate", text_value("MODEL"), "loss model for that direction");

@@ -93,14 +93,10 @@ QueueFactory configure(const po::variables_map& vm, ShellOptions& shell) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-modulate";
-  tool.synopsis =
-      "[OPTIONS] SCHEDULE [-- COMMAND [ARGS...]]\n"
-      "       tm-modulate [OPTIONS] --uplink SCHEDULE --downlink SCHEDULE [-- COMMAND [ARGS...]]";
-  tool.summary =
+  Tool tool("tm-modulate", "[OPTIONS] SCHEDULE [-- COMMAND [ARGS...]]\n"
+      "       tm-modulate [OPTIONS] --uplink SCHEDULE --downlink SCHEDULE [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) behind a link whose latency, bottleneck rate, residual per-byte\n"
-      "cost, loss, queue limit and outages follow a schedule of states (see man tm-modulate).";
+      "cost, loss, queue limit and outages follow a schedule of states (see man tm-modulate).");
   tool.options.add_options()                                                                               //
       ("schedule", text_value("FILE"), "the schedule both directions follow")                              //
       ("uplink", text_value("FILE"), "the uplink's schedule (from the command outward), with --downlink")  //

@@ -39,12 +39,9 @@ std::vector<QueueFactory> configure(const po::variables_map& vm, ShellOptions& s
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-multipath";
-  tool.synopsis = "[OPTIONS] --path SPEC [--path SPEC...] [-- COMMAND [ARGS...]]";
-  tool.summary =
+  Tool tool("tm-multipath", "[OPTIONS] --path SPEC [--path SPEC...] [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) with one interface per path, each behind its own link, delay and\n"
-      "loss; MPTCP is enabled and uses every path (try: mptcpize run COMMAND).";
+      "loss; MPTCP is enabled and uses every path (try: mptcpize run COMMAND).");
   tool.options.add_options()  //
       ("path", po::value<std::vector<std::string>>()->value_name("SPEC")->composing(),
        "a path, in order (path1, path2...): comma-separated trace=FILE or rate=RATE, queue=NAME[:ARG...], "

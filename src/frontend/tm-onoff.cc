@@ -114,14 +114,10 @@ std::vector<NamedFile> files(const po::variables_map& vm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Tool tool;
-  tool.name = "tm-onoff";
-  tool.synopsis =
-      "[OPTIONS] uplink|downlink MEAN_ON MEAN_OFF [-- COMMAND [ARGS...]]\n"
-      "       tm-onoff [OPTIONS] --uplink-on D --uplink-off D | --schedule FILE ... [-- COMMAND [ARGS...]]";
-  tool.summary =
+  Tool tool("tm-onoff", "[OPTIONS] uplink|downlink MEAN_ON MEAN_OFF [-- COMMAND [ARGS...]]\n"
+      "       tm-onoff [OPTIONS] --uplink-on D --uplink-off D | --schedule FILE ... [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) behind a link that goes off and on: exponential on and off\n"
-      "times with the given means in seconds (Mahimahi's mm-onoff), other distributions, or a schedule.";
+      "times with the given means in seconds (Mahimahi's mm-onoff), other distributions, or a schedule.");
   tool.options.add_options()                                                  //
       ("direction", text_value("DIR"), "uplink or downlink (Mahimahi form)")  //
       ("mean-on", text_value("S"), "mean on time, seconds (exponential)")     //

@@ -108,12 +108,9 @@ int show(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  Command command;
-  command.name = "tm-top";
-  command.synopsis = "[--once | --json | --web [ADDR:]PORT] [--pid PID] [--interval DURATION]";
-  command.summary =
+  Command command("tm-top", "[--once | --json | --web [ADDR:]PORT] [--pid PID] [--interval DURATION]",
       "Show every running tracemod shell of this user, nested as they run, with each direction's rate,\n"
-      "capacity, queue, delay and drops, refreshed live.";
+      "capacity, queue, delay and drops, refreshed live.");
   add_options(command, o);
   command.check = [&o](const po::variables_map& vm) { read_options(vm, o); };
   command.run = [&o] { return show(o); };

@@ -113,14 +113,11 @@ void describe(Tool& tool) {
 }  // namespace tracemod
 
 int main(int argc, char** argv) {
-  tracemod::Tool tool;
-  tool.name = "tm-webrecord";
-  tool.synopsis = "[OPTIONS] DIR [-- COMMAND [ARGS...]]";
-  tool.summary =
+  tracemod::Tool tool("tm-webrecord", "[OPTIONS] DIR [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) and record every HTTP exchange it makes into DIR, while it goes on to\n"
       "the real origins: TCP to every port but 53 is intercepted on the link (no proxy setting), HTTP and TLS\n"
       "told by their first bytes, TLS terminated with a CA made for the recording (DIR/ca.pem,\n"
-      "$TM_WEBRECORD_CA); other protocols pass as they are. tm-webreplay DIR serves the recording.";
+      "$TM_WEBRECORD_CA); other protocols pass as they are. tm-webreplay DIR serves the recording.");
   tracemod::describe(tool);
   return tracemod::run_tool(argc, argv, tool);
 }

@@ -166,14 +166,11 @@ void describe(Tool& tool) {
 }  // namespace tracemod
 
 int main(int argc, char** argv) {
-  tracemod::Tool tool;
-  tool.name = "tm-webreplay";
-  tool.synopsis = "[OPTIONS] RECORDING [-- COMMAND [ARGS...]]";
-  tool.summary =
+  tracemod::Tool tool("tm-webreplay", "[OPTIONS] RECORDING [-- COMMAND [ARGS...]]",
       "Run COMMAND (default: your $SHELL) against a recorded web site: every recorded origin is served at its\n"
       "own address and port on the far side of the link (HTTP/1.1 and HTTP/2 as each was recorded, TLS with a CA\n"
       "made for the replay), with DNS for every recorded name. RECORDING: a tracemod or Mahimahi directory, or a\n"
-      "HAR file.";
+      "HAR file.");
   tracemod::describe(tool);
   return tracemod::run_tool(argc, argv, tool);
 }

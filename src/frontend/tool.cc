@@ -173,10 +173,6 @@ int report_losses(const Tool& tool, const ShellOptions& shell, int status) {
   return losses.empty() || status != 0 ? status : 1;
 }
 
-int usage_error(const Tool& tool, const std::string& message) {
-  return tracemod::usage_error(tool.name, tool.synopsis, message);
-}
-
 }  // namespace
 
 po::typed_value<std::string>* text_value(const char* value_name) {
@@ -248,7 +244,7 @@ int run_tool(int argc, char** argv, Tool& tool) {
   try {
     po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
     po::notify(vm);
-    if (answered_help_or_version(vm, tool.name, tool.synopsis, tool.summary, tool.options)) return 0;
+    if (answered_help_or_version(vm, tool)) return 0;
     shell.tool = tool.name;
     for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
     for (const std::string& a : own)

@@ -16,12 +16,10 @@ namespace tracemod {
 
 namespace po = boost::program_options;
 
-struct Tool {
-  std::string name;      // "tm-delay"
-  std::string synopsis;  // "[OPTIONS] MS [-- COMMAND [ARGS...]]"
-  std::string summary;   // one line for --help
-  po::options_description options{"Options"};
-  po::positional_options_description positional;
+// A shell: its usage ({"tm-delay", "[OPTIONS] MS [-- COMMAND [ARGS...]]", "what it does"}), its options, and
+// what makes its queues.
+struct Tool : Usage {
+  using Usage::Usage;
   // Checks the parsed values and returns the queue factory; fills the prompt tag and log lines.
   // Throws UsageError naming the bad option.
   std::function<QueueFactory(const po::variables_map&, ShellOptions&)> configure;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "util/error.hh"
@@ -83,36 +84,29 @@ std::string count(size_t n, const std::string& one, const std::string& many) {
 std::vector<std::string> describe_notes(const Recording& recording) {
   const ReadNotes& n = recording.notes;
   const std::string& p = recording.path;
+  const size_t fields = n.split + n.repaired + n.dropped;
+  // Each kind of entry the reader changed or left out: how many, the noun as one and as many, what befell them.
+  const std::tuple<size_t, const char*, const char*, std::string> said[] = {
+      {n.malformed, "entry", "entries", std::string(" could not be read and ") + (n.malformed == 1 ? "is" : "are") +
+                                            " left out (the first, " + without_path(n.first_malformed, p) + ")"},
+      {n.skipped, "entry has", "entries have", " no response or no http(s) URL: left out"},
+      {n.zero_status, "entry has", "entries have",
+       " status 0 but a response saved (Firefox writes that for pushed streams): served as 200"},
+      {n.missing_bodies, "response was", "responses were", " saved without their content: served with an empty body"},
+      {n.short_bodies, "body is", "bodies are",
+       " shorter than the size recorded for them (the first, " + without_path(n.first_short, p) + "): served as they are"},
+      {n.unsized, "body has", "bodies have", " no recorded size (content.size) to check them against"},
+      {n.readdressed, "entry was", "entries were",
+       " recorded at an address no replay can serve at (loopback, a proxy's; unspecified, multicast, link-local): "
+       "their names get addresses of their own"},
+      {fields, "header field", "header fields",
+       " changed to be sent: " + std::to_string(n.split) + " joined values split, " + std::to_string(n.repaired) +
+           " names cut at the wrong colon mended, " + std::to_string(n.dropped) +
+           " dropped (no token for a name, or a control byte in the value)"},
+  };
   std::vector<std::string> lines;
-  if (n.malformed)
-    lines.push_back(p + ": " + count(n.malformed, "entry", "entries") + " could not be read and " +
-                    (n.malformed == 1 ? "is" : "are") + " left out (the first, " + without_path(n.first_malformed, p) +
-                    ")");
-  if (n.skipped)
-    lines.push_back(p + ": " + count(n.skipped, "entry has", "entries have") +
-                    " no response or no http(s) URL: left out");
-  if (n.zero_status)
-    lines.push_back(p + ": " + count(n.zero_status, "entry has", "entries have") +
-                    " status 0 but a response saved (Firefox writes that for pushed streams): served as 200");
-  if (n.missing_bodies)
-    lines.push_back(p + ": " + count(n.missing_bodies, "response was", "responses were") +
-                    " saved without their content: served with an empty body");
-  if (n.short_bodies)
-    lines.push_back(p + ": " + count(n.short_bodies, "body is", "bodies are") +
-                    " shorter than the size recorded for them (the first, " + without_path(n.first_short, p) +
-                    "): served as they are");
-  if (n.unsized)
-    lines.push_back(p + ": " + count(n.unsized, "body has", "bodies have") +
-                    " no recorded size (content.size) to check them against");
-  if (n.readdressed)
-    lines.push_back(p + ": " + count(n.readdressed, "entry was", "entries were") +
-                    " recorded at an address no replay can serve at (loopback, a proxy's; unspecified, multicast, "
-                    "link-local): their names get addresses of their own");
-  if (n.split + n.repaired + n.dropped)
-    lines.push_back(p + ": " + count(n.split + n.repaired + n.dropped, "header field", "header fields") +
-                    " changed to be sent: " + std::to_string(n.split) + " joined values split, " +
-                    std::to_string(n.repaired) + " names cut at the wrong colon mended, " + std::to_string(n.dropped) +
-                    " dropped (no token for a name, or a control byte in the value)");
+  for (const auto& [number, one, many, what] : said)
+    if (number) lines.push_back(p + ": " + count(number, one, many) + what);
   return lines;
 }
 
