@@ -255,12 +255,24 @@ HEADLINE = ["TCP up, tm-delay 0", "TCP down, tm-delay 0", "TCP up, 3 nested tm-d
             "TCP up to a host server, tm-delay 0 (kernel path)", "far sender's srtt / min RTT, tm-delay 50, kernel",
             "ping RTT p99, tm-delay 10", "start-up median, default (root: kernel path)",
             "shell VmRSS, peak sampled under iperf3", "TCP up, tm-link 120 Gbit/s trace", "UDP 64 B flood, tm-delay 0"]
-# Mahimahi's figures on the same machine, as the issues measured them (mm-delay, mm-link built from source):
-# not from bench/run's own run, which does not run Mahimahi.
-MAHIMAHI = {"TCP up, tm-delay 0": "1.8 Gbit/s (mm-delay 0)",
-            "TCP up, 3 nested tm-delay 0": "0.58 Gbit/s", "start-up median, default (root: kernel path)": "115 ms",
-            "TCP up, tm-link 120 Gbit/s trace": "1.47 Gbit/s (mm-link ceiling)",
-            "UDP 64 B flood, tm-delay 0": "75.5 kpps (mm-delay 0)"}
+# The Mahimahi rows bench/mahimahi measures in the same run (Mahimahi built from source, MAHIMAHI_BINDIR), by the
+# headline figure each stands beside.
+MAHIMAHI = {"TCP up, tm-delay 0": "Mahimahi TCP up, mm-delay 0", "TCP down, tm-delay 0": "Mahimahi TCP down, mm-delay 0",
+            "TCP up, 3 nested tm-delay 0": "Mahimahi TCP up, 3 nested mm-delay 0",
+            "start-up median, default (root: kernel path)": "Mahimahi start-up median, mm-delay 0",
+            "TCP up, tm-link 120 Gbit/s trace": "Mahimahi TCP up, mm-link 120 Gbit/s trace",
+            "UDP 64 B flood, tm-delay 0": "Mahimahi UDP 64 B flood, mm-delay 0"}
+
+
+def mahimahi_cell(by_figure, figure):
+    """Mahimahi's figure beside FIGURE, with its ratio to the raw veth of its own measurement; "not run" where the
+    run measured no Mahimahi at all."""
+    if not any(r.startswith("Mahimahi ") for r in by_figure):
+        return "not run (no MAHIMAHI_BINDIR)"
+    row = by_figure.get(MAHIMAHI.get(figure, ""))
+    if row is None:
+        return "-"
+    return f"{row[1]} ({row[3]})" if row[3] else row[1]
 
 
 def rows_of(path):
@@ -287,10 +299,10 @@ def cmd_publish(args):
     by_figure = {}
     for r in rows:
         by_figure.setdefault(r[0], r)  # a name a later benchmark repeats (channel's own TCP runs): the first
-    headline = [[f, by_figure[f][1], by_figure[f][2], by_figure[f][3], MAHIMAHI.get(f, "-")]
+    headline = [[f, by_figure[f][1], by_figure[f][2], by_figure[f][3], mahimahi_cell(by_figure, f)]
                 for f in HEADLINE if f in by_figure]
     replace_between_markers(os.path.join(args.top, "README.md"), where + "\n\n" + markdown_table(
-        ["figure", "tracemod", "raw veth, same run", "ratio", "Mahimahi (issues' figures)"], headline))
+        ["figure", "tracemod", "raw veth, same run", "ratio", "Mahimahi, same run (its ratio to raw veth)"], headline))
     missing = [f for f in HEADLINE if f not in by_figure]
     if missing:
         print(f"benchlib: no figure for headline rows {missing}: README.md shows the others", file=sys.stderr)

@@ -61,7 +61,19 @@ def test_publish_writes_between_the_markers_only(tree):
     headline = readme[readme.index(benchlib.BEGIN):readme.index(benchlib.END)]
     assert [l.split("|")[1].strip() for l in headline.splitlines() if l.startswith("| ")][1:] == benchlib.HEADLINE
     assert "other figure 2" in bench and "other figure" not in headline
-    assert "1.8 Gbit/s (mm-delay 0)" in headline  # Mahimahi's column
+    assert "not run (no MAHIMAHI_BINDIR)" in headline  # Mahimahi's column, when the run measured none
+
+
+def test_the_mahimahi_column_holds_the_same_runs_mahimahi_rows(tree):
+    mm = "Mahimahi TCP up, mm-delay 0\t1.81 Gbit/s\t20.1 Gbit/s\t0.09x\t-\n"
+    r = publish(tree, rows() + mm, "tracemod abc1234, x")
+    assert r.returncode == 0, r.stderr
+    readme = (tree / "README.md").read_text()
+    lines = readme[readme.index(benchlib.BEGIN):readme.index(benchlib.END)].splitlines()
+    row = next(l for l in lines if l.startswith("| TCP up, tm-delay 0 "))
+    assert row.rstrip(" |").endswith("1.81 Gbit/s (0.09x)"), row
+    down = next(l for l in lines if l.startswith("| TCP down, tm-delay 0 "))
+    assert down.rstrip(" |").endswith("| -"), down  # a row Mahimahi was not measured for
 
 
 def test_publish_says_which_headline_rows_a_run_lacked_and_refuses_a_file_without_markers(tree):
