@@ -191,7 +191,6 @@ std::string absolute_path(const std::string& named, const std::string& path) {
   return p.string();
 }
 
-
 std::string helper_program(const std::string& name) {
   const std::string beside = std::filesystem::path(own_executable()).parent_path().parent_path() / "libexec" / name;
   const std::string installed = std::string(TM_PKGLIBEXECDIR) + "/" + name;

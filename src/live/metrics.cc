@@ -60,12 +60,12 @@ std::vector<Metric> built_in() {
   t[kQueuedPackets].read = [](const MetricSource& s) { return s.stats.queued_packets; };
   t[kQueuedPackets].integer = true;
   t[kQueuedPackets].before = " Mbit/s  q ";
-  t[kQueuedPackets].text = [](double v) { return padded(std::to_string(static_cast<uint64_t>(v)) + "p", 6); };
+  t[kQueuedPackets].text = [](double v) { return padded(std::to_string(whole_number(v)) + "p", 6); };
   t[kQueuedBytes] = {"queued_bytes", "", MetricKind::kLevel, 1};
   t[kQueuedBytes].read = queued_bytes;
   t[kQueuedBytes].integer = true;
   t[kQueuedBytes].before = " ";
-  t[kQueuedBytes].text = [](double v) { return padded(bytes_text(static_cast<uint64_t>(v)), 6); };
+  t[kQueuedBytes].text = [](double v) { return padded(bytes_text(whole_number(v)), 6); };
   t[kDeparted] = {"", "", MetricKind::kRate, 1};  // frames sent: what the mean stay is over
   t[kDeparted].read = [](const MetricSource& s) { return s.flow.departures; };
   t[kDelay] = {"delay_ms", "", MetricKind::kMean, 1e-6, kDeparted};

@@ -45,10 +45,15 @@ Rates rates_between(const Snapshot& a, const Snapshot& b) {
   return r;
 }
 
+uint64_t whole_number(double v) {
+  if (!(v > 0)) return 0;
+  return v >= 18446744073709551616.0 ? UINT64_MAX : static_cast<uint64_t>(v);
+}
+
 std::string bytes_text(uint64_t b) {
   if (b < 10000) return std::to_string(b) + "B";
   if (b < 10000000) return std::to_string((b + 500) / 1000) + "kB";
-  return std::to_string((b + 500000) / 1000000) + "MB";
+  return std::to_string(b / 1000000 + (b % 1000000 >= 500000 ? 1 : 0)) + "MB";  // rounded, without wrapping
 }
 
 std::string columns_text(const DirectionRates& r) {

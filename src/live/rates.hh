@@ -27,6 +27,10 @@ struct Rates {
 // A is the earlier snapshot. A snapshot with itself gives the levels and state with zero rates.
 Rates rates_between(const Snapshot& a, const Snapshot& b);
 
+// V (>= 0) as a whole number, saturating: a page's counters are whatever it holds, and a double past 2^64 does
+// not convert.
+uint64_t whole_number(double v);
+
 // B bytes for a person: "950B", "21kB", "3MB".
 std::string bytes_text(uint64_t b);
 

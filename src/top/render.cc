@@ -41,7 +41,7 @@ void close_group(std::string& j, std::string& group) {
 
 std::string figure_json(const live::Metric& m, double v) {
   if (v < 0) return "null";
-  return m.integer ? std::to_string(static_cast<uint64_t>(v)) : json_number(v);
+  return m.integer ? std::to_string(live::whole_number(v)) : json_number(v);
 }
 
 std::string history_json(const live::ShellState& s, int d, int history_seconds) {

@@ -111,6 +111,20 @@ TEST(LiveRates, RatesAndTheMeanDelayOfTheFramesSentInBetween) {
   EXPECT_LT(r.dir[1][live::kDelay], 0);                     // nothing sent: no delay
 }
 
+// A page holds whatever its writer put there: a level past 2^64 once a double saturates, never converts out of
+// range (undefined behaviour).
+TEST(LiveRates, AFigureAsAWholeNumberSaturates) {
+  EXPECT_EQ(live::whole_number(3.7), 3u);
+  EXPECT_EQ(live::whole_number(-1), 0u);
+  EXPECT_EQ(live::whole_number(static_cast<double>(UINT64_MAX)), UINT64_MAX);  // rounds up to 2^64
+  EXPECT_EQ(live::whole_number(1e300), UINT64_MAX);
+  live::Snapshot a = at(0, 0, 0, 0), b = a;
+  b.published = 1000 * kMs;
+  b.dir[0].value[live::kQueuedBytes] = b.dir[0].value[live::kQueuedPackets] = UINT64_MAX;
+  const std::string line = live::meter_line(live::rates_between(a, b), 0);
+  EXPECT_NE(line.find("q 18446744073709551615p 18446744073710MB"), std::string::npos) << line;
+}
+
 TEST(LiveMeter, OneLineForBothDirections) {
   live::Snapshot a = at(0, 0, 0, 0), b = at(1000 * kMs, 1500000, 1000, 1000 * 5 * kMs);
   b.dir[0].limited = 1;
@@ -191,7 +205,7 @@ TEST(LiveMetrics, ARowAddedToTheTableReachesEveryView) {
   row.integer = row.history = true;
   row.read = [](const live::MetricSource& s) { return s.stats.dropped_bytes; };
   row.before = "  lost ";
-  row.text = [](double v) { return std::to_string(static_cast<uint64_t>(v)) + "b"; };
+  row.text = [](double v) { return std::to_string(live::whole_number(v)) + "b"; };
   const live::ExtraMetric extra(row);
   EXPECT_THROW(live::LivePage{path}, Error);  // another table's page is refused, not misread
 
