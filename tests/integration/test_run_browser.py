@@ -107,6 +107,12 @@ def tm_run(who, experiment, out, mark, timeout=240, status=0, said=""):
         return json.load(f)
 
 
+def browser_temp_files():
+    """What Chromium (its singleton socket's directory) and Firefox (start-up bundles) make in /tmp when $TMPDIR
+    does not send them elsewhere, and cannot remove when killed."""
+    return {n for n in os.listdir("/tmp") if n.startswith(("org.chromium.Chromium.", "remote-settings-startup-bundle-"))}
+
+
 def completed(result, n):
     loads = result["loads"]
     assert len(loads) == n and all(l["completed"] == 1 for l in loads), [l.get("error") for l in loads]
@@ -121,7 +127,9 @@ def test_both_browsers_give_every_metric_through_nested_shells(who, browser, sit
                                                   "tm-delay 5"],
                            {"kind": "browser", "browser": browser, "site": site["path"], "loads": 2})
     mark = str(public_tmp)
+    before = browser_temp_files()
     res = tm_run(who, exp, public_tmp / "out", mark)
+    assert browser_temp_files() - before == set()  # a browser ended with SIGKILL leaves nothing in /tmp
     loads = completed(res, 2)
     for load in loads:
         print(f"{browser} as {who.name}: " + ", ".join(f"{k} {load[k]}" for k in (

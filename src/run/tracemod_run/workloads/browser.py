@@ -744,6 +744,11 @@ class Browser:
         env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         env.update(HOME=self.home, XDG_CONFIG_HOME=os.path.join(self.home, ".config"),
                    XDG_CACHE_HOME=os.path.join(self.home, ".cache"), XDG_DATA_HOME=os.path.join(self.home, ".local"))
+        # The temporary files a browser makes (Chromium's singleton socket directory, Firefox's start-up bundles)
+        # go with the profile: a browser ended with SIGKILL cannot remove what it made in /tmp (over 2000
+        # /tmp/org.chromium.Chromium.* were left on a test machine).
+        env["TMPDIR"] = os.path.join(self.home, "tmp")
+        os.makedirs(env["TMPDIR"], exist_ok=True)
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)
         return env
 
