@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "frontend/tool.hh"
+#include "shells/tool.hh"
 #include "link/link_cli.hh"
 #include "multipath/multipath_cli.hh"
 #include "shell/mptcp.hh"

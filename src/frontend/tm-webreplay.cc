@@ -12,7 +12,7 @@
 
 #include "certs/certs.hh"
 #include "effects/delay_queue.hh"
-#include "frontend/tool.hh"
+#include "shells/tool.hh"
 #include "shell/command.hh"
 #include "util/error.hh"
 #include "util/file_descriptor.hh"

@@ -61,11 +61,32 @@ void add_direction(Direction& d, const PacketQueue& q, const FlowCounters& flow,
   if (!d.state[0]) copy_text(d.state, live.state);
 }
 
-Publisher::Publisher(const ShellFacts& facts, std::vector<FerryLink> links, Nanos now)
-    : links_(std::move(links)), due_(now + kPeriod) {
-  fd_ = FileDescriptor(static_cast<int>(
+std::vector<LiveSource> ferry_sources(const std::vector<FerryLink>& links) {
+  std::vector<LiveSource> out;
+  for (const FerryLink& k : links) {
+    Ferry* ferry = k.ferry;
+    out.push_back({{k.queues[0], k.queues[1]},
+                   [ferry](int d) {
+                     FlowCounters f = ferry->counters().flow[d];
+                     f.sojourn_max = ferry->take_sojourn_max(static_cast<Ferry::Direction>(d));
+                     return f;
+                   },
+                   &ferry->counters()});
+  }
+  return out;
+}
+
+FileDescriptor make_page() {
+  FileDescriptor fd(static_cast<int>(
       check_syscall("memfd_create (live counters)", memfd_create(kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING))));
-  check_syscall("ftruncate (live counters)", ftruncate(fd_.get(), sizeof(Page)));
+  check_syscall("ftruncate (live counters)", ftruncate(fd.get(), sizeof(Page)));
+  return fd;
+}
+
+Publisher::Publisher(const ShellFacts& facts, std::vector<LiveSource> sources, Nanos now, FileDescriptor page)
+    : sources_(std::move(sources)), due_(now + kPeriod) {
+  const bool handed_on = page.valid();
+  fd_ = handed_on ? std::move(page) : make_page();
   void* m = mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
   if (m == MAP_FAILED) throw_errno("mmap (live counters)", errno);
   page_ = new (m) Page{};
@@ -78,6 +99,7 @@ Publisher::Publisher(const ShellFacts& facts, std::vector<FerryLink> links, Nano
   // Entering a user namespace made the shell non-dumpable, and so its /proc/PID/fd closed to its own user's
   // tm-top: open it again to that user (as before the switch), no wider.
   prctl(PR_SET_DUMPABLE, 1);
+  if (handed_on) fd_.reset();  // the mapping stays
 }
 
 Publisher::~Publisher() {
@@ -87,12 +109,15 @@ Publisher::~Publisher() {
 Snapshot Publisher::collect(Nanos now) {
   Snapshot s{};
   s.published = now;
-  for (const FerryLink& k : links_) {
-    const FerryCounters& c = k.ferry->counters();
-    s.ferry_lost += c.lost_on_receive();
-    s.send_errors += c.send_errors;
-    for (auto d : {Ferry::kUplink, Ferry::kDownlink})
-      add_direction(s.dir[d], *k.queues[d], c.flow[d], k.ferry->take_sojourn_max(d));
+  for (const LiveSource& k : sources_) {
+    if (k.ferry) {
+      s.ferry_lost += k.ferry->lost_on_receive();
+      s.send_errors += k.ferry->send_errors;
+    }
+    for (int d : {0, 1}) {
+      const FlowCounters f = k.flow(d);
+      add_direction(s.dir[d], *k.queues[d], f, f.sojourn_max);
+    }
   }
   return s;
 }

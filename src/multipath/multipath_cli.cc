@@ -9,7 +9,7 @@
 #include "disciplines/queue_factory.hh"
 #include "effects/delay_queue.hh"
 #include "effects/loss_queue.hh"
-#include "effects/series_queue.hh"
+#include "packet/series_queue.hh"
 #include "link/link_cli.hh"
 #include "util/error.hh"
 #include "util/parse.hh"

@@ -113,6 +113,7 @@ void place_streams(const CommandSpec& spec) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
   if (spec.detach) place_streams(spec);
+  for (int fd : spec.pass_fds) fcntl(fd, F_SETFD, 0);
   become(spec);
   std::vector<char*> argv, envp;
   for (auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -131,6 +132,27 @@ void place_streams(const CommandSpec& spec) {
 
 int status_code(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Until CHILD exits (its status returned), passes it the signals SIGNALS reads that someone sent on purpose and
+// reaps every other child.
+int wait_passing_signals(pid_t child, const SignalFd& signals) {
+  for (;;) {
+    signalfd_siginfo si;
+    if (!signals.read(si)) {
+      if (errno == EINTR) continue;
+      return 1;
+    }
+    if (si.ssi_signo == SIGCHLD) {
+      int status;
+      pid_t p;
+      while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+        if (p == child) return status_code(status);
+    } else if (si.ssi_code != SI_KERNEL) {
+      // Terminal-generated signals (SI_KERNEL) reached the command's process group directly already.
+      kill(child, static_cast<int>(si.ssi_signo));
+    }
+  }
 }
 
 }  // namespace
@@ -189,23 +211,19 @@ void run_init(const CommandSpec& spec, int go_fd) {
   // Only the command holds these now: its readiness pipe must end (EOF) when it does.
   if (spec.ready_fd >= 0) ::close(spec.ready_fd);
   if (spec.stdin_fd >= 0) ::close(spec.stdin_fd);
+  for (int fd : spec.pass_fds) ::close(fd);  // a fused level's live page: its process alone holds it
 
-  for (;;) {
-    signalfd_siginfo si;
-    if (!signals.read(si)) {
-      if (errno == EINTR) continue;
-      _exit(1);
-    }
-    if (si.ssi_signo == SIGCHLD) {
-      int status;
-      pid_t p;
-      while ((p = waitpid(-1, &status, WNOHANG)) > 0)
-        if (p == child) _exit(status_code(status));  // the kernel then kills what the command left behind
-    } else if (si.ssi_code != SI_KERNEL) {
-      // Terminal-generated signals (SI_KERNEL) reached the command's process group directly already.
-      kill(child, static_cast<int>(si.ssi_signo));
-    }
-  }
+  _exit(wait_passing_signals(child, signals));  // the kernel then kills what the command left behind
+}
+
+int run_child_command(const CommandSpec& spec) {
+  block_signals(shell_signals());
+  const SignalFd signals(shell_signals(), /*blocking=*/true);
+  const pid_t child = fork();
+  check_syscall("fork", child);
+  if (child == 0) exec_command(spec);
+  for (int fd : spec.pass_fds) ::close(fd);
+  return wait_passing_signals(child, signals);
 }
 
 pid_t start_init(const CommandSpec& spec, FileDescriptor& go) {

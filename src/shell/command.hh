@@ -48,6 +48,7 @@ struct CommandSpec {
   bool detach = false;      // a session of its own, stdin from /dev/null, stdout to stderr (--outside)
   int stdin_fd = -1;        // detached: its standard input instead of /dev/null (the shell's own file descriptor)
   int ready_fd = -1;        // given to the command as file descriptor 3 (it says there when it is ready)
+  std::vector<int> pass_fds;  // handed to the command (close-on-exec cleared); its parent closes them once it has
 };
 
 // Runs in the freshly forked init. Waits for one byte on GO_FD (EOF: the shell gave up), then starts the
@@ -58,5 +59,9 @@ struct CommandSpec {
 // byte is written to GO (or GO closes: it gives up). clone() rather than unshare(CLONE_NEWPID)+fork(): the
 // caller must stay able to start threads.
 pid_t start_init(const CommandSpec& spec, FileDescriptor& go);
+
+// Runs SPEC's command as a child of the caller, in the caller's namespaces (a fused level of a stack, which makes
+// none of its own), passing signals on as the init does; returns its exit status (128+N if killed by signal N).
+int run_child_command(const CommandSpec& spec);
 
 }  // namespace tracemod

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,8 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include "live/page.hh"
 #include "live/publisher.hh"
 #include "packet/event_loop.hh"
+#include "packet/series_queue.hh"
 #include "shell/command.hh"
 #include "shell/link_plan.hh"
 #include "shell/mptcp.hh"
@@ -79,7 +83,8 @@ std::vector<std::string> merged_environment(const std::vector<std::pair<std::str
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    bool replaced = key == "TM_PS1_PREFIX";  // only meaningful next to the PS1 it was set with
+    // TM_PS1_PREFIX is only meaningful next to the PS1 it was set with; TM_FUSED only for the command it was set for.
+    bool replaced = key == "TM_PS1_PREFIX" || key == "TM_FUSED";
     for (auto& [k, v] : set) replaced |= (k == key);
     if (!replaced) env.push_back(kv);
   }
@@ -109,7 +114,7 @@ struct Links {
 // The command's environment. The outermost shell overrides stale TM_* values (from a script or another tool);
 // nested shells keep the outermost's.
 std::vector<std::string> command_environment(const ShellOptions& o, const Identity& id, const Links& ks, int depth,
-                                             const std::string& shell) {
+                                             const std::string& shell, const std::string& fused) {
   const LinkPlan& plan = ks.paths[o.default_path].plan;
   std::vector<std::pair<std::string, std::string>> set = {
       {"TM_DEPTH", std::to_string(depth + 1)},
@@ -129,6 +134,7 @@ std::vector<std::string> command_environment(const ShellOptions& o, const Identi
     set.insert(set.end(), {{name, ks.paths[i].plan.inner4}, {name + "_6", ks.paths[i].plan.inner6}});
   }
   set.insert(set.end(), o.environment.begin(), o.environment.end());
+  if (!fused.empty()) set.push_back({"TM_FUSED", fused});
   set_prompt(set, o.prompt_tag, depth, shell);
   add_identity(set, id);
   return merged_environment(set);
@@ -230,8 +236,9 @@ void configure_command_end(const Links& ks, const ShellOptions& o, const FileDes
   if (o.multipath) enable_mptcp(nl, ks);
 }
 
+// -v's counters at exit; FERRY's too unless null (a fused level: the ferry's are the outermost level's to say).
 void report(const ShellOptions& o, const std::string& path, const PacketQueue& up, const PacketQueue& down,
-            const Ferry& ferry) {
+            const Ferry* ferry) {
   for (auto [name, q] : {std::pair{"uplink", &up}, std::pair{"downlink", &down}}) {
     const QueueStats& s = q->stats();
     std::cerr << o.tool << ": " << path << name << ": " << s.in_packets << " packets in, " << s.out_packets << " out, "
@@ -239,9 +246,10 @@ void report(const ShellOptions& o, const std::string& path, const PacketQueue& u
     if (const std::string extra = q->summary(); !extra.empty())
       std::cerr << o.tool << ": " << path << name << ": " << extra << "\n";
   }
-  if (const uint64_t refused = ferry.counters().send_errors)
+  if (!ferry) return;
+  if (const uint64_t refused = ferry->counters().send_errors)
     std::cerr << o.tool << ": " << path << refused << " frames refused by the kernel on send\n";
-  if (const uint64_t lost = ferry.counters().lost_on_receive())
+  if (const uint64_t lost = ferry->counters().lost_on_receive())
     std::cerr << o.tool << ": " << path << lost
               << " frames lost in the kernel before the ferry read them (it fell behind)\n";
 }
@@ -273,15 +281,83 @@ void make_link_namespace(Links& ks, size_t paths, bool multipath, Netlink& p_nl,
   for (Link& k : ks.paths) k.plan = claim_link(p_nl, level, ks.l, k.l_outer);
 }
 
-CommandSpec command_spec(const ShellOptions& o, const Identity& id, const Links& ks, int depth,
-                         const Outside& outside) {
+// TM_FUSED, what each fused level's process needs of the shell running its queues: its live page's descriptor
+// (-1: none) and its prompt tag, level after level. Empty if nothing is fused.
+constexpr char kFieldSeparator = '\x1f', kLevelSeparator = '\x1e';
+
+std::string fused_variable(const ShellOptions& o, const std::vector<FileDescriptor>& pages) {
+  std::string v;
+  for (size_t i = 0; i < o.fused.size(); ++i)
+    v += (i ? std::string(1, kLevelSeparator) : "") + std::to_string(pages[i].valid() ? pages[i].get() : -1) +
+         kFieldSeparator + o.fused[i].options.prompt_tag;
+  return v;
+}
+
+// The fused levels' pages, made before the command's init (which hands them to the levels' processes). A level
+// without one still runs, and says so, as a shell that cannot publish does.
+std::vector<FileDescriptor> fused_pages(const ShellOptions& o) {
+  std::vector<FileDescriptor> pages;
+  for (const FusedLevel& f : o.fused) try {
+      pages.push_back(live::make_page());
+    } catch (const Error& e) {
+      std::cerr << f.options.tool << ": no live counters (tm-top and --meter cannot see this shell): " << e.what()
+                << "\n";
+      pages.emplace_back();
+    }
+  return pages;
+}
+
+// This level's part of TM_FUSED, and the levels' below it.
+struct FusedEntry {
+  int page = -1;
+  std::string tag, rest;
+};
+
+bool is_live_page(int fd) {
+  char target[256];
+  const ssize_t n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), target, sizeof target - 1);
+  return n > 0 &&
+         std::string(target, static_cast<size_t>(n)) == std::string("/memfd:") + live::kMemfdName + " (deleted)";
+}
+
+FusedEntry fused_entry(const std::string& value) {
+  const Error stale("TM_FUSED in the environment was not set for this shell by a tracemod shell fusing it: unset it");
+  FusedEntry e;
+  const size_t end = value.find(kLevelSeparator), field = value.find(kFieldSeparator);
+  if (field == std::string::npos || field > end) throw stale;
+  char* last = nullptr;
+  const std::string page = value.substr(0, field);
+  const long fd = std::strtol(page.c_str(), &last, 10);
+  if (page.empty() || *last || fd < -1 || fd > INT32_MAX || (fd >= 0 && !is_live_page(static_cast<int>(fd))))
+    throw stale;
+  e.page = static_cast<int>(fd);
+  e.tag = value.substr(field + 1, end == std::string::npos ? std::string::npos : end - field - 1);
+  if (end != std::string::npos) e.rest = value.substr(end + 1);
+  return e;
+}
+
+// The pages of the levels below this one, each named first in its part of REST: their processes', not ours.
+std::vector<int> deeper_pages(const std::string& rest) {
+  std::vector<int> fds;
+  for (size_t at = 0; !rest.empty() && at != std::string::npos;) {
+    const int fd = std::atoi(rest.c_str() + at);
+    if (fd >= 0) fds.push_back(fd);
+    at = rest.find(kLevelSeparator, at);
+    if (at != std::string::npos) ++at;
+  }
+  return fds;
+}
+
+CommandSpec command_spec(const ShellOptions& o, const Identity& id, const Links& ks, int depth, const Outside& outside,
+                         const std::vector<FileDescriptor>& pages) {
   CommandSpec spec;
   spec.tool = o.tool;
   spec.identity = id;
   spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(spec.identity)} : o.command;
-  spec.env = command_environment(o, spec.identity, ks, depth, spec.argv[0]);
-  spec.resolv_conf =
-      o.far_dns ? "nameserver " + ks.paths[o.default_path].plan.outer4 + "\n" : outside.resolv_conf();
+  spec.env = command_environment(o, spec.identity, ks, depth, spec.argv[0], fused_variable(o, pages));
+  for (const FileDescriptor& page : pages)
+    if (page.valid()) spec.pass_fds.push_back(page.get());
+  spec.resolv_conf = o.far_dns ? "nameserver " + ks.paths[o.default_path].plan.outer4 + "\n" : outside.resolv_conf();
   return spec;
 }
 
@@ -306,20 +382,57 @@ std::vector<LinkPlan> plans(const Links& ks) {
   return out;
 }
 
-// One path's queues and the ferry between its link's ends.
+// One path's queues and the ferry between its link's ends; with fused levels, each direction is a series of their
+// queues (SERIES), level L's stage being L on the downlink and N-L on the uplink (N levels fused under this one).
 struct Ferried {
   std::unique_ptr<PacketQueue> up, down;
   std::unique_ptr<Ferry> ferry;
+  SeriesQueue* series[2] = {};
 };
 
-std::vector<Ferried> start_ferries(Links& ks, const std::vector<QueueFactory>& paths, BufferPool& pool) {
+// Direction D of OWN's queue and those of the shells fused under it, in the order packets meet them: the
+// outermost first on the downlink, the innermost first on the uplink, as they meet them unfused.
+std::unique_ptr<SeriesQueue> stacked(const ShellOptions& o, const QueueFactory& own, Ferry::Direction d,
+                                     BufferPool& pool) {
+  std::vector<std::unique_ptr<PacketQueue>> stages;
+  stages.push_back(own(d, pool));
+  for (const FusedLevel& f : o.fused) stages.push_back(f.make_queue(d, pool));
+  if (d == Ferry::kUplink) std::reverse(stages.begin(), stages.end());
+  return std::make_unique<SeriesQueue>(std::move(stages));
+}
+
+std::vector<Ferried> start_ferries(Links& ks, const ShellOptions& o, const std::vector<QueueFactory>& paths,
+                                   BufferPool& pool) {
   std::vector<Ferried> out(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
-    out[i].up = paths[i](Ferry::kUplink, pool);
-    out[i].down = paths[i](Ferry::kDownlink, pool);
+    if (o.fused.empty()) {
+      out[i].up = paths[i](Ferry::kUplink, pool);
+      out[i].down = paths[i](Ferry::kDownlink, pool);
+    } else {
+      auto up = stacked(o, paths[i], Ferry::kUplink, pool), down = stacked(o, paths[i], Ferry::kDownlink, pool);
+      out[i].series[0] = up.get();
+      out[i].series[1] = down.get();
+      out[i].up = std::move(up);
+      out[i].down = std::move(down);
+    }
     out[i].ferry = std::make_unique<Ferry>(std::move(ks.paths[i].outer_sock), std::move(ks.paths[i].inner_sock), pool);
   }
   return out;
+}
+
+// Level L of a fused stack (0: the shell running it) as its page shows it: its own stage each way.
+live::LiveSource level_source(const Ferried& f, size_t fused, size_t level) {
+  SeriesQueue* const up = f.series[0];
+  SeriesQueue* const down = f.series[1];
+  const size_t at[2] = {fused - level, level};
+  return {{&up->stage(at[0]), &down->stage(at[1])},
+          [up, down, at](int d) {
+            SeriesQueue* s = d == Ferry::kUplink ? up : down;
+            FlowCounters c = s->stage_flow(at[d]);
+            c.sojourn_max = s->take_stage_sojourn_max(at[d]);
+            return c;
+          },
+          level == 0 ? &f.ferry->counters() : nullptr};
 }
 
 // "path 2: " in messages about path 2 of tm-multipath; nothing for a single link.
@@ -338,13 +451,13 @@ std::vector<FerryLink> ferry_links(std::vector<Ferried>& ferried, bool multipath
 
 // The live counters tm-top and --meter read. A shell that cannot publish them still runs, and says so.
 // tm-multipath's paths are published summed: the shell's whole traffic each way.
-std::unique_ptr<live::Publisher> publish(const ShellOptions& o, const CommandSpec& spec, int depth,
-                                         const std::vector<FerryLink>& links) {
+std::unique_ptr<live::Publisher> publish(const ShellOptions& o, const std::vector<std::string>& argv, int depth,
+                                         std::vector<live::LiveSource> sources, FileDescriptor page = {}) {
   std::string command;
-  for (const std::string& a : spec.argv) command += (command.empty() ? "" : " ") + a;
+  for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
   try {
     auto p = std::make_unique<live::Publisher>(live::ShellFacts{o.tool, o.prompt_tag, o.arguments, command, depth},
-                                               links, monotonic_now());
+                                               std::move(sources), monotonic_now(), std::move(page));
     if (o.meter) p->set_meter(std::make_unique<live::Meter>(o.tool, depth, STDERR_FILENO));
     return p;
   } catch (const Error& e) {
@@ -353,7 +466,81 @@ std::unique_ptr<live::Publisher> publish(const ShellOptions& o, const CommandSpe
   }
 }
 
+// The pages of this shell and of the levels fused under it (handed PAGES, made for them), this shell's first.
+std::vector<std::unique_ptr<live::Publisher>> publish_all(const ShellOptions& o, const CommandSpec& spec, int depth,
+                                                          const std::vector<FerryLink>& links,
+                                                          const std::vector<Ferried>& ferried,
+                                                          std::vector<FileDescriptor>& pages) {
+  std::vector<std::unique_ptr<live::Publisher>> out;
+  if (o.fused.empty()) {
+    out.push_back(publish(o, spec.argv, depth, live::ferry_sources(links)));
+    return out;
+  }
+  out.push_back(publish(o, spec.argv, depth, {level_source(ferried[0], o.fused.size(), 0)}));
+  for (size_t l = 1; l <= o.fused.size(); ++l) {
+    const ShellOptions& level = o.fused[l - 1].options;
+    const std::vector<std::string> argv = level.command.empty() ? std::vector<std::string>{"$SHELL"} : level.command;
+    if (pages[l - 1].valid())
+      out.push_back(publish(level, argv, depth + static_cast<int>(l), {level_source(ferried[0], o.fused.size(), l)},
+                            std::move(pages[l - 1])));
+  }
+  return out;
+}
+
+// -v's counters at exit, of every level this shell runs: the innermost first, as they would end unfused.
+void report_all(const ShellOptions& o, const std::vector<Ferried>& ferried) {
+  const size_t n = o.fused.size();
+  for (size_t l = n; l >= 1 && n > 0; --l) {
+    const ShellOptions& level = o.fused[l - 1].options;
+    const Ferried& f = ferried[0];
+    if (level.verbose) report(level, "", f.series[0]->stage(n - l), f.series[1]->stage(l), nullptr);
+  }
+  for (size_t i = 0; o.verbose && i < ferried.size(); ++i) {
+    const Ferried& f = ferried[i];
+    if (n == 0)
+      report(o, path_name(o, i), *f.up, *f.down, f.ferry.get());
+    else
+      report(o, path_name(o, i), f.series[0]->stage(n), f.series[1]->stage(0), f.ferry.get());
+  }
+}
+
+// -v's start: each fused level's own lines, and that it is fused.
+void say_fused(const ShellOptions& o, int depth) {
+  for (size_t l = 1; l <= o.fused.size(); ++l) {
+    const ShellOptions& level = o.fused[l - 1].options;
+    if (o.verbose)
+      std::cerr << o.tool << ": " << level.tool << " (level " << depth + 1 + static_cast<int>(l)
+                << ") is fused: its queues run in this shell's ferry, with no link of its own\n";
+    if (!level.verbose) continue;
+    for (const auto& line : level.log_lines) std::cerr << level.tool << ": " << line << "\n";
+    std::cerr << level.tool << ": fused into " << (l == 1 ? o.tool : o.fused[l - 2].options.tool)
+              << " above it: its queues run in " << o.tool
+              << "'s ferry (TM_NO_FUSE=1 or --no-fuse: a link of its own)\n";
+  }
+}
+
 }  // namespace
+
+bool started_fused() {
+  const char* v = getenv("TM_FUSED");
+  return v && *v;
+}
+
+int run_fused_shell(const ShellOptions& o) {
+  const FusedEntry mine = fused_entry(getenv("TM_FUSED"));
+  const int depth = inherited_depth();
+  CommandSpec spec;
+  spec.tool = o.tool;
+  spec.argv = o.command.empty() ? std::vector<std::string>{user_shell(Identity{})} : o.command;
+  std::vector<std::pair<std::string, std::string>> set = {{"TM_DEPTH", std::to_string(depth + 1)}};
+  if (!mine.rest.empty()) set.push_back({"TM_FUSED", mine.rest});
+  set_prompt(set, mine.tag, depth, spec.argv[0]);
+  spec.env = merged_environment(set);
+  spec.pass_fds = deeper_pages(mine.rest);
+  if (mine.page >= 0) fcntl(mine.page, F_SETFD, FD_CLOEXEC);  // ours to hold, not the command's
+  prctl(PR_SET_DUMPABLE, 1);  // tm-top, as our user, reads the page through /proc/PID/fd
+  return run_child_command(spec);
+}
 
 int run_shell(const ShellOptions& o, const QueueFactory& make_queue) {
   return run_shell(o, std::vector<QueueFactory>{make_queue});
@@ -369,11 +556,13 @@ int run_shell(const ShellOptions& o, const std::vector<QueueFactory>& paths) {
   const Identity identity = command_identity();  // before our own user namespace changes what getuid() says
   Outside outside(o.tool, o.outside, identity, depth, o.verbose);  // the outermost shell enters P0 here
 
+  say_fused(o, depth);
   FileDescriptor home = current_netns(), go;
   Netlink p_nl;
   Links ks;
   make_link_namespace(ks, paths.size(), o.multipath, p_nl, depth + 1, home);
-  const CommandSpec spec = command_spec(o, identity, ks, depth, outside);
+  std::vector<FileDescriptor> pages = fused_pages(o);
+  const CommandSpec spec = command_spec(o, identity, ks, depth, outside, pages);
   const pid_t init = make_command_namespace(ks, spec, home, go);
   wire_link_namespace(ks, home);
   configure_outer_ends(p_nl, ks);
@@ -386,23 +575,25 @@ int run_shell(const ShellOptions& o, const std::vector<QueueFactory>& paths) {
   outside.start_command(outer_command_spec(o, identity, ks.paths[o.default_path].plan, depth, outside));
 
   BufferPool pool;
-  std::vector<Ferried> ferried = start_ferries(ks, paths, pool);
+  std::vector<Ferried> ferried = start_ferries(ks, o, paths, pool);
   if (o.capture)
     o.capture->attach(o.tool, o.command_line, o.log_lines, *ferried[0].ferry, *ferried[0].up, *ferried[0].down);
   const std::vector<FerryLink> links = ferry_links(ferried, o.multipath);
   // After the links are made: their start is set.
   const std::vector<std::unique_ptr<PathNoticeTask>> notices = notice_tasks(ks, o, home);
-  std::unique_ptr<live::Publisher> live = publish(o, spec, depth, links);  // seen from the start
+  // Seen from the start; a fused level's page is written before its process can be asked for it.
+  const std::vector<std::unique_ptr<live::Publisher>> live = publish_all(o, spec, depth, links, ferried, pages);
   write_all(go.get(), "g", "start command");
   go.reset();
 
   EventLoop loop(o.tool, links, init, [&] { outside.on_child_exit(); });
-  if (live) loop.add_task(live.get());
+  for (const auto& p : live)
+    if (p) loop.add_task(p.get());
   for (const auto& task : notices) loop.add_task(task.get());
   const int status = loop.run();
-  if (live) live->finish(monotonic_now());
-  for (size_t i = 0; o.verbose && i < ferried.size(); ++i)
-    report(o, path_name(o, i), *ferried[i].up, *ferried[i].down, *ferried[i].ferry);
+  for (const auto& p : live)
+    if (p) p->finish(monotonic_now());
+  report_all(o, ferried);
   // Each closing netlink or packet socket waits for an RCU grace period: close them all at once.
   int outside_status = 0;
   std::thread outside_closer([&] { outside_status = outside.finish(); });

@@ -18,6 +18,9 @@
 
 namespace tracemod {
 
+using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
+struct FusedLevel;
+
 struct ShellOptions {
   std::string tool;                    // "tm-delay", for messages
   std::string prompt_tag;              // "[delay 10]"
@@ -45,13 +48,26 @@ struct ShellOptions {
   bool far_dns = false;
   std::vector<std::pair<std::string, std::string>> environment;  // more variables for the command
   std::vector<std::shared_ptr<RecordFile>> logs;  // the tool's logs: what they could not write is reported at exit
+  // The shells fused into this one: its command, if a tracemod shell, and so on down (docs/ARCHITECTURE.md §2),
+  // outermost first. Their queues run in this shell's ferry; their processes only parent their commands.
+  std::vector<FusedLevel> fused;
 };
 
-using QueueFactory = std::function<std::unique_ptr<PacketQueue>(Ferry::Direction, BufferPool&)>;
+// A shell fused into the one running it: its options as its own command line set them, and its queues.
+struct FusedLevel {
+  ShellOptions options;
+  QueueFactory make_queue;
+};
 
 // Runs the command behind the link until it exits; returns its exit status (128+N if killed by signal N).
 int run_shell(const ShellOptions& options, const QueueFactory& make_queue);
 // The same with one link per path, each with its queues from PATHS[i] (options.multipath).
 int run_shell(const ShellOptions& options, const std::vector<QueueFactory>& paths);
+
+// A fused level's process (TM_FUSED in the environment names its live page and prompt, written by the shell that
+// runs its queues): starts the command in the namespace it is in, passes signals on, returns its exit status.
+int run_fused_shell(const ShellOptions& options);
+// True if this process was started as a fused level (TM_FUSED is set).
+bool started_fused();
 
 }  // namespace tracemod

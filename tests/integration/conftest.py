@@ -85,6 +85,8 @@ class Identity:
     def env(self, extra: Optional[Dict[str, object]] = None) -> dict:
         env = {"PATH": PATH, "HOME": self.home, "USER": self.name, "LOGNAME": self.name, "SHELL": "/bin/sh",
                "LANG": "C.UTF-8"}
+        if os.environ.get("TM_NO_FUSE"):  # `TM_NO_FUSE=1 make check`: the suite with a link per level, unfused
+            env["TM_NO_FUSE"] = os.environ["TM_NO_FUSE"]
         env.update({k: str(v) for k, v in (extra or {}).items()})
         return env
 

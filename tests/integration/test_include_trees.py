@@ -22,9 +22,9 @@ def object_of(folder):
     tests'."""
     if folder == "unit":
         return "tests/unit/test_trace.cc", "tests/unit/unit_tests-test_trace.o"
-    # A main (tm-*.cc) is a program of its own, not in the library; libexec/ holds programs only.
+    # A main (tm-*.cc) is a program of its own, not in the library; libexec/ and frontend/ hold programs only.
     sources = sorted(n for n in os.listdir(os.path.join(SRCDIR, "src", folder)) if n.endswith(".cc"))
-    if folder == "libexec":
+    if folder in ("libexec", "frontend"):
         stem = sources[0][:-3]
         return f"src/{folder}/{sources[0]}", f"src/{folder}/{stem.replace('-', '_')}-{stem}.o"
     source = [n for n in sources if not n.startswith("tm-")][0]

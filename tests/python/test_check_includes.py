@@ -74,7 +74,7 @@ def test_the_real_tree_passes(tree):
 
 # (folder, the include planted in its first file, the rule the report ends with): up, sideways between peers,
 # relative to the file, and each other spelling that reaches a folder.
-PLANTED = [("util", '"frontend/tool.hh"', "util may include no other folder"),
+PLANTED = [("util", '"shells/tool.hh"', "util may include no other folder"),
            ("link", '"effects/delay_queue.hh"', "link may include only "),
            ("packet", '"../shell/command.hh"', "packet may include only util"),
            ("link", "<effects/delay_queue.hh>", "link may include only "),

@@ -5,7 +5,7 @@
 
 #include "effects/delay_queue.hh"
 #include "effects/loss_queue.hh"
-#include "effects/series_queue.hh"
+#include "packet/series_queue.hh"
 #include "fake.hh"
 
 namespace tracemod {
@@ -64,6 +64,49 @@ TEST(SeriesQueue, CountsInAtTheFirstOutOfTheLastAndDropsAnywhere) {
   EXPECT_EQ(q.stats().dropped_packets, 3u);
   EXPECT_EQ(q.stats().queued_packets, 0u);
   EXPECT_TRUE(Conserved(q.stats()));
+}
+
+// A fused level's live counters are its own stage's: what entered and left it, and how long it held each.
+TEST(SeriesQueue, EachStageCountsItsOwnFlowAndStays) {
+  BufferPool pool;
+  std::vector<std::unique_ptr<PacketQueue>> stages;
+  stages.push_back(std::make_unique<DelayQueue>(2 * kMillisecond, kNoLimit));
+  stages.push_back(std::make_unique<LossQueue>(1.0, RandomStream(1, 0), pool));  // drops everything
+  SeriesQueue q(std::move(stages));
+  CollectSink out;
+  Packet p = udp4(pool, 100, 1000);
+  const uint64_t bytes = wire_ip_bytes(p);
+  q.enqueue(std::move(p), 1000);
+  q.dequeue_ready(1000 + 3 * kMillisecond, out);  // a late turn: the stay is the release less the arrival
+  const FlowCounters& first = q.stage_flow(0);
+  EXPECT_EQ(first.in_bytes, bytes);
+  EXPECT_EQ(first.out_bytes, bytes);
+  EXPECT_EQ(first.departures, 1u);
+  EXPECT_EQ(first.sojourn_sum, 2 * kMillisecond);
+  EXPECT_EQ(q.take_stage_sojourn_max(0), 2 * kMillisecond);
+  EXPECT_EQ(q.take_stage_sojourn_max(0), 0);  // taken: since the last call
+  EXPECT_EQ(q.stage_flow(1).in_bytes, bytes);
+  EXPECT_EQ(q.stage_flow(1).departures, 0u);  // dropped there
+  EXPECT_EQ(q.stage(1).stats().dropped_packets, 1u);
+  EXPECT_EQ(q.stats().dropped_by[static_cast<int>(DropCause::kLoss)], 1u);  // the series says why, as its stage
+}
+
+// A stall of the loop reaches every stage: a link in a fused stack must not send the missed time in a burst.
+TEST(SeriesQueue, AStallReachesEveryStage) {
+  struct Stalls : DelayQueue {
+    using DelayQueue::DelayQueue;
+    void stalled(Nanos from, Nanos to) override { seen += to - from; }
+    Nanos seen = 0;
+  };
+  std::vector<std::unique_ptr<PacketQueue>> stages;
+  auto a = std::make_unique<Stalls>(0, kNoLimit), b = std::make_unique<Stalls>(0, kNoLimit);
+  Stalls *first = a.get(), *second = b.get();
+  stages.push_back(std::move(a));
+  stages.push_back(std::move(b));
+  SeriesQueue q(std::move(stages));
+  q.stalled(kMillisecond, 201 * kMillisecond);
+  EXPECT_EQ(first->seen, 200 * kMillisecond);
+  EXPECT_EQ(second->seen, 200 * kMillisecond);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "frontend/tool.hh"
+#include "shells/tool.hh"
 
 #include <unistd.h>
 
@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "shells/fusion.hh"
 #include "util/error.hh"
 #include "util/parse.hh"
 #include "util/random.hh"
@@ -45,7 +46,8 @@ void add_common(Tool& tool) {
       ("uplink-pcap", po::value<std::string>()->value_name("FILE"), "the same for the uplink alone")                  //
       ("downlink-pcap", po::value<std::string>()->value_name("FILE"), "the same for the downlink alone")              //
       ("pcap-snaplen", po::value<std::string>()->value_name("BYTES"),
-       "bytes kept of each captured frame (default 128: the headers; 0: all)");
+       "bytes kept of each captured frame (default 128: the headers; 0: all)")  //
+      ("no-fuse", "give this shell a link of its own even where its command is a tracemod shell (as TM_NO_FUSE=1)");
 }
 
 // How the shell meets its outside, from the common options.
@@ -164,12 +166,12 @@ std::string shell_quote(const std::string& arg) {
 
 // Says what each log and capture could not write (a full disk: said once already, as it happened) and returns
 // the exit status: the command's, or 1 if the command succeeded but a record of its run is short.
-int report_losses(const Tool& tool, const ShellOptions& shell, int status) {
+int report_losses(const std::string& tool, const ShellOptions& shell, int status) {
   std::vector<std::string> losses;
   if (shell.capture) losses = shell.capture->finish();
   for (const auto& log : shell.logs)
     if (std::string line = log->loss_line(); !line.empty()) losses.push_back(std::move(line));
-  for (const std::string& line : losses) std::cerr << tool.name << ": " << line << "\n";
+  for (const std::string& line : losses) std::cerr << tool << ": " << line << "\n";
   return losses.empty() || status != 0 ? status : 1;
 }
 
@@ -233,29 +235,46 @@ void add_per_direction(po::options_description& options, const std::string& key,
   }
 }
 
+void read_command_line(const Tool& tool, const std::vector<std::string>& argv, po::variables_map& vm,
+                       ShellOptions& shell) {
+  std::vector<std::string> own, command;
+  split_command(tool, std::vector<std::string>(argv.begin() + 1, argv.end()), own, command);
+  po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
+  po::notify(vm);
+  shell.tool = tool.name;
+  for (size_t i = 0; i < argv.size(); ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
+  for (const std::string& a : own)
+    if (a != "--") shell.arguments += (shell.arguments.empty() ? "" : " ") + shell_quote(a);
+  shell.command = command;
+  shell.verbose = vm.count("verbose") > 0;
+  shell.meter = vm.count("meter") > 0;
+}
+
+std::vector<QueueFactory> configure_shell(const Tool& tool, const po::variables_map& vm, ShellOptions& shell) {
+  shell.outside = outside_options(vm);
+  const LinkCapture::Options capture = capture_options(vm);
+  check_outputs(command_files(tool, vm, capture));
+  std::vector<QueueFactory> queues =
+      tool.configure_paths ? tool.configure_paths(vm, shell) : std::vector{tool.configure(vm, shell)};
+  shell.capture = open_capture(capture);
+  return queues;
+}
+
+Tool& with_common_options(Tool& tool) {
+  add_common(tool);
+  return tool;
+}
+
 int run_tool(int argc, char** argv, Tool& tool) {
   add_common(tool);
-  std::vector<std::string> own, command;
-  split_command(tool, std::vector<std::string>(argv + 1, argv + argc), own, command);
   po::variables_map vm;
   ShellOptions shell;
   std::vector<QueueFactory> queues;
+  const bool fused = started_fused();  // a shell fusing this one runs its queues: nothing here to configure
   try {
-    po::store(po::command_line_parser(own).options(tool.options).positional(tool.positional).run(), vm);
-    po::notify(vm);
+    read_command_line(tool, std::vector<std::string>(argv, argv + argc), vm, shell);
     if (answered_help_or_version(vm, tool)) return 0;
-    shell.tool = tool.name;
-    for (int i = 0; i < argc; ++i) shell.command_line += (i ? " " : "") + shell_quote(argv[i]);
-    for (const std::string& a : own)
-      if (a != "--") shell.arguments += (shell.arguments.empty() ? "" : " ") + shell_quote(a);
-    shell.command = command;
-    shell.verbose = vm.count("verbose") > 0;
-    shell.meter = vm.count("meter") > 0;
-    shell.outside = outside_options(vm);
-    const LinkCapture::Options capture = capture_options(vm);
-    check_outputs(command_files(tool, vm, capture));
-    queues = tool.configure_paths ? tool.configure_paths(vm, shell) : std::vector{tool.configure(vm, shell)};
-    shell.capture = open_capture(capture);
+    if (!fused) queues = configure_shell(tool, vm, shell);
   } catch (const po::error& e) {
     return usage_error(tool, e.what());
   } catch (const UsageError& e) {
@@ -265,7 +284,12 @@ int run_tool(int argc, char** argv, Tool& tool) {
     return 1;
   }
   try {
-    return report_losses(tool, shell, run_shell(shell, queues));
+    if (fused) return run_fused_shell(shell);
+    shell.fused = fuse_command(shell, vm);
+    const int status = run_shell(shell, queues);
+    for (auto it = shell.fused.rbegin(); it != shell.fused.rend(); ++it)
+      report_losses(it->options.tool, it->options, 0);
+    return report_losses(tool.name, shell, status);
   } catch (const UsageError& e) {  // an option that only the shell's situation shows to be wrong
     return usage_error(tool, e.what());
   } catch (const std::exception& e) {

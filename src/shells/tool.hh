@@ -34,6 +34,14 @@ struct Tool : Usage {
 // 1 when the shell cannot be set up.
 int run_tool(int argc, char** argv, Tool& tool);
 
+// What run_tool does before the shell runs, for a shell fusing another (fusion.hh): TOOL with the options every
+// shell shares; ARGV (with the tool's name first) read into VM and SHELL's command, names and flags; then the
+// shared options checked and TOOL's queues configured, its files opened. Throw as run_tool reports.
+Tool& with_common_options(Tool& tool);
+void read_command_line(const Tool& tool, const std::vector<std::string>& argv, po::variables_map& vm,
+                       ShellOptions& shell);
+std::vector<QueueFactory> configure_shell(const Tool& tool, const po::variables_map& vm, ShellOptions& shell);
+
 
 // What the tools' configure functions share.
 
