@@ -168,7 +168,7 @@ def test_tm_top_sees_each_fused_level_as_its_shell(who, tools, spawn):
 
 
 def test_sigkill_of_a_fused_level_leaves_nothing(who, root, tools, spawn, private_tmp):  # noqa: F811
-    argv = stack(tools, 0, cmd=sh("echo ready; sleep 1000 & exec sleep 1000"))
+    argv = ["env", "TM_NO_FUSE=0", *stack(tools, 0, cmd=sh("echo ready; sleep 1000 & exec sleep 1000"))]
     shell, processes, namespace_ids, before = start_and_survey(who, argv, spawn, private_tmp, root)
     middle = [p for p in processes if open(f"/proc/{p}/comm").read().strip() == "tm-loss"]
     assert len(middle) == 1, processes
