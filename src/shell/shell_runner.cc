@@ -479,7 +479,8 @@ std::vector<std::unique_ptr<live::Publisher>> publish_all(const ShellOptions& o,
   out.push_back(publish(o, spec.argv, depth, {level_source(ferried[0], o.fused.size(), 0)}));
   for (size_t l = 1; l <= o.fused.size(); ++l) {
     const ShellOptions& level = o.fused[l - 1].options;
-    const std::vector<std::string> argv = level.command.empty() ? std::vector<std::string>{"$SHELL"} : level.command;
+    const std::vector<std::string> argv =
+        level.command.empty() ? std::vector<std::string>{user_shell(spec.identity)} : level.command;
     if (pages[l - 1].valid())
       out.push_back(publish(level, argv, depth + static_cast<int>(l), {level_source(ferried[0], o.fused.size(), l)},
                             std::move(pages[l - 1])));

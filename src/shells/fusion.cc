@@ -57,7 +57,8 @@ std::unique_ptr<Tool> shell_started_by(const std::vector<std::string>& command) 
   return fusable_tool(program.filename().string());
 }
 
-// COMMAND's shell read and configured here, if it can fuse; false (and nothing opened) if not.
+// COMMAND's shell read and configured here, if it can fuse; false if not (whatever its configuring opened is
+// closed again, and its own process, unfused, opens it anew).
 bool read_level(const std::vector<std::string>& command, FusedLevel& level) {
   std::unique_ptr<Tool> tool = shell_started_by(command);
   if (!tool) return false;
@@ -68,6 +69,7 @@ bool read_level(const std::vector<std::string>& command, FusedLevel& level) {
     std::vector<QueueFactory> queues = configure_shell(*tool, vm, level.options);
     if (queues.size() != 1 || !shell_allows(level.options)) return false;
     level.make_queue = queues.front();
+    for (const auto& log : level.options.logs) log->set_speaker(level.options.tool);
     return true;
   } catch (const std::exception&) {
     return false;  // its own process, unfused, says what is wrong with its command line

@@ -286,9 +286,10 @@ int run_tool(int argc, char** argv, Tool& tool) {
   try {
     if (fused) return run_fused_shell(shell);
     shell.fused = fuse_command(shell, vm);
-    const int status = run_shell(shell, queues);
+    // Each fused level's short record makes the status 1, as its own process would have made it unfused.
+    int status = run_shell(shell, queues);
     for (auto it = shell.fused.rbegin(); it != shell.fused.rend(); ++it)
-      report_losses(it->options.tool, it->options, 0);
+      status = report_losses(it->options.tool, it->options, status);
     return report_losses(tool.name, shell, status);
   } catch (const UsageError& e) {  // an option that only the shell's situation shows to be wrong
     return usage_error(tool, e.what());

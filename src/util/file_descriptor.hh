@@ -139,6 +139,9 @@ class RecordFile {
   uint64_t lost_bytes() const { return lost_bytes_; }
   int fd() const { return fd_.get(); }
   const std::string& what() const { return what_; }
+  // Who says the failure (default: this program): a fused shell's log, written by the ferry of the shell above
+  // it, is said by the tool whose option named it, as it is unfused.
+  void set_speaker(std::string tool) { speaker_ = std::move(tool); }
 
   static constexpr size_t kFlushAt = 1 << 20;
 
@@ -146,7 +149,7 @@ class RecordFile {
   void write_out(const char* data, size_t size, const std::vector<size_t>& ends);
   void fail(const std::string& why, size_t written, size_t size, const std::vector<size_t>& ends);
 
-  std::string what_, noun_;
+  std::string what_, noun_, speaker_;
   FileDescriptor fd_;
   std::string buffer_;
   std::vector<size_t> ends_;  // where each record in buffer_ ends

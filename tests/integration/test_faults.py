@@ -79,15 +79,22 @@ def said_once(stderr, tool, what):
     assert said[0] < lines.index("command done"), f"{what}: said only at the end, not as it happened: {stderr}"
 
 
-def test_a_full_disk_under_a_link_log_is_said_once_and_the_traffic_flows_on(who, tools, small_disk, public_tmp):
+@pytest.mark.parametrize("fused", [False, True], ids=["alone", "fused"])
+def test_a_full_disk_under_a_link_log_is_said_once_and_the_traffic_flows_on(who, tools, small_disk, public_tmp,
+                                                                            fused):
     # At 1 Gbit/s a log holds 83,333 opportunity lines a second, some 1.7 MB: the 256 KiB disk under the uplink's
     # log is full within a second, long before the pings end. The downlink's log, on a disk with room, is whole.
+    # Fused under a tm-delay, the tm-delay's ferry writes tm-link's logs: the same lines, and the same status 1.
     up, down = small_disk / "up.log", public_tmp / "down.log"
     cmd = sh('ping -n -q -c 60 -i 0.05 -w 20 "$TM_BASE"; s=$?; echo command done >&2; exit $s')
-    r = who.run(tools.shell("tm-link", "--uplink-rate", "1gbit", "--downlink-rate", "1gbit", f"--uplink-log={up}",
-                            f"--downlink-log={down}", cmd=cmd), timeout=60)
+    argv = tools.shell("tm-link", "--uplink-rate", "1gbit", "--downlink-rate", "1gbit", f"--uplink-log={up}",
+                       f"--downlink-log={down}", cmd=cmd)
+    if fused:
+        argv = tools.delay("-v", 0, cmd=argv)
+    r = who.run(argv, timeout=60, env={"TM_NO_FUSE": "0"})
     assert "60 packets transmitted, 60 received" in r.stdout, f"the traffic stopped: {r.stdout} {r.stderr}"
     assert r.returncode == 1, f"a short log must fail the run: status {r.returncode}: {r.stderr}"
+    assert ("tm-link (level 2) is fused" in r.stderr) == fused, r.stderr
     what = f"--uplink-log {up}"
     said_once(r.stderr, "tm-link", what)
     lost = losses(r.stderr, "tm-link")
