@@ -189,6 +189,33 @@ def cmd_percent(args):
     print(f"{100 * args.a / args.b:.0f}%" if args.b else "n/a")
 
 
+def middle(sorted_values):
+    half = len(sorted_values) // 2
+    return sorted_values[half] if len(sorted_values) % 2 else (sorted_values[half - 1] + sorted_values[half]) / 2
+
+
+def cmd_median(args):
+    """The median of the values, as written (2 decimals)."""
+    print(f"{middle(sorted(float(v) for v in args.values)):.2f}")
+
+
+def cmd_paired(args):
+    """Paired runs A1 B1 A2 B2 ...: each A as a percentage of its B, as "MEDIAN% (MIN-MAX%, N pairs)". A
+    machine's load changes between runs; the runs of a pair are taken back to back, and the median of their
+    ratios is what a single unlucky pair cannot move."""
+    values = [float(v) for v in args.values]
+    if len(values) % 2 or not values:
+        sys.exit("benchlib: paired: give A B pairs")
+    ratios = sorted(100 * a / b for a, b in zip(values[::2], values[1::2]) if b)
+    if not ratios:
+        print("n/a")
+        return
+    if len(ratios) == 1:
+        print(f"{ratios[0]:.0f}%")
+        return
+    print(f"{middle(ratios):.0f}% (median of {len(ratios)} pairs, {ratios[0]:.0f}-{ratios[-1]:.0f}%)")
+
+
 def cmd_excess(args):
     """A - B - C, signed, in ms: what an emulated delay adds beyond the delay itself and the raw link."""
     print(f"{args.a - args.b - args.c:+.3f} ms")
@@ -347,6 +374,8 @@ def main():
         ("ratio", cmd_ratio, ["a", "b"]),
         ("percent", cmd_percent, ["a", "b"]),
         ("excess", cmd_excess, ["a", "b", "c"]),
+        ("median", cmd_median, ["values"]),
+        ("paired", cmd_paired, ["values"]),
         ("mib", cmd_mib, ["a"]),
         ("table", cmd_table, ["file"]),
         ("publish", cmd_publish, ["file", "machine", "top"]),
@@ -356,6 +385,9 @@ def main():
     ]:
         p = sub.add_parser(name, help=func.__doc__)
         for param in params:
+            if param == "values":
+                p.add_argument(param, nargs="+")
+                continue
             p.add_argument(param, type={"file": str, "host": str, "count": int, "port": int, "len": int, "name": str,
                                         "tag": str, "out": str, "machine": str, "top": str,
                                         "rev": str}.get(param, float))
