@@ -274,8 +274,8 @@ void RecordFile::fail(const std::string& why, size_t written, size_t size, const
   offset_ += kept;
   lost_records_ += static_cast<uint64_t>(ends.end() - kept_end);
   lost_bytes_ += size - kept;
-  std::cerr << (speaker_.empty() ? program_invocation_short_name : speaker_.c_str()) << ": " << what_ << ": write failed (" << why_
-            << "): nothing more is written to it; the command runs on\n";
+  std::cerr << (speaker_.empty() ? program_invocation_short_name : speaker_.c_str()) << ": " << what_
+            << ": write failed (" << why_ << "): nothing more is written to it; the command runs on\n";
 }
 
 std::string RecordFile::loss_line() {
