@@ -189,31 +189,30 @@ def cmd_percent(args):
     print(f"{100 * args.a / args.b:.0f}%" if args.b else "n/a")
 
 
-def middle(sorted_values):
-    half = len(sorted_values) // 2
-    return sorted_values[half] if len(sorted_values) % 2 else (sorted_values[half - 1] + sorted_values[half]) / 2
-
-
 def cmd_median(args):
-    """The median of the values, as written (2 decimals)."""
-    print(f"{middle(sorted(float(v) for v in args.values)):.2f}")
+    """The median of the values (nearest rank: one of them), as written (2 decimals)."""
+    print(f"{percentile(sorted(float(v) for v in args.values), 50):.2f}")
 
 
 def cmd_paired(args):
-    """Paired runs A1 B1 A2 B2 ...: each A as a percentage of its B, as "MEDIAN% (MIN-MAX%, N pairs)". A
-    machine's load changes between runs; the runs of a pair are taken back to back, and the median of their
-    ratios is what a single unlucky pair cannot move."""
+    """Paired runs A1 B1 A2 B2 ...: each A as a percentage of its B, as "MEDIAN% (median of N pairs, MIN-MAX%)",
+    the median by nearest rank. A machine's load changes between runs; the runs of a pair are taken back to back,
+    and the median of their ratios is what a single unlucky pair cannot move. A pair whose B measured nothing
+    has no ratio: it is not counted, and said."""
     values = [float(v) for v in args.values]
     if len(values) % 2 or not values:
         sys.exit("benchlib: paired: give A B pairs")
-    ratios = sorted(100 * a / b for a, b in zip(values[::2], values[1::2]) if b)
+    pairs = list(zip(values[::2], values[1::2]))
+    ratios = sorted(100 * a / b for a, b in pairs if b)
+    void = len(pairs) - len(ratios)
+    said = f"{void} of {len(pairs)} pairs void: their reference measured 0"
     if not ratios:
-        print("n/a")
-        return
-    if len(ratios) == 1:
+        print(f"n/a ({said})")
+    elif len(ratios) == 1 and not void:
         print(f"{ratios[0]:.0f}%")
-        return
-    print(f"{middle(ratios):.0f}% (median of {len(ratios)} pairs, {ratios[0]:.0f}-{ratios[-1]:.0f}%)")
+    else:
+        print(f"{percentile(ratios, 50):.0f}% (median of {len(ratios)} pairs, {ratios[0]:.0f}-{ratios[-1]:.0f}%"
+              f"{'; ' + said if void else ''})")
 
 
 def cmd_excess(args):

@@ -271,11 +271,6 @@ calc() {
   "$PY" "$BENCH_DIR/benchlib.py" "$@"
 }
 
-# The median of the numbers given.
-median() {
-  calc median "$@"
-}
-
 # The targets printed next to each figure, kept here so that they are set in one place. They are the
 # foundation issue's; "-" where it sets none.
 TARGET_TCP=">= 0.70x raw veth"

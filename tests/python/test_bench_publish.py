@@ -97,3 +97,21 @@ def test_stale_is_silent_on_the_measured_code_and_speaks_when_the_code_changed(t
     assert f"table was measured on {measured}, this tree is {changed}" in stale.stdout
     dirty = benchlib_run("stale", str(tree / "bench" / "README.md"), measured + "-dirty")
     assert "this tree is" in dirty.stdout
+
+
+@pytest.mark.parametrize("values,printed", [
+    (["90", "100"], "90%"),
+    (["9", "10", "8", "10", "12", "10"], "90% (median of 3 pairs, 80-120%)"),
+    (["5", "10", "7", "0", "6", "10"],
+     "50% (median of 2 pairs, 50-60%; 1 of 3 pairs void: their reference measured 0)"),
+    (["3", "0"], "n/a (1 of 1 pairs void: their reference measured 0)"),
+])
+def test_paired_shows_the_median_ratio_and_says_which_pairs_had_no_reference(values, printed):
+    r = benchlib_run("paired", *values)
+    assert (r.returncode, r.stdout.strip()) == (0, printed), r.stderr
+
+
+def test_median_is_one_of_the_values_and_paired_wants_pairs():
+    assert benchlib_run("median", "3", "1", "2", "4").stdout.strip() == "2.00"
+    r = benchlib_run("paired", "1", "2", "3")
+    assert r.returncode != 0 and "give A B pairs" in r.stderr
