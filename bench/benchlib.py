@@ -291,11 +291,14 @@ MAHIMAHI = {"TCP up, tm-delay 0": "Mahimahi TCP up, mm-delay 0", "TCP down, tm-d
 
 
 def mahimahi_cell(by_figure, figure):
-    """Mahimahi's figure beside FIGURE, with its ratio to the raw veth of its own measurement; "not run" where the
-    run measured no Mahimahi at all."""
-    if not any(r.startswith("Mahimahi ") for r in by_figure):
-        return "not run (no MAHIMAHI_BINDIR)"
+    """Mahimahi's figure beside FIGURE, with its ratio to the raw veth of its own measurement; "FAILED" where
+    bench/mahimahi failed before measuring it, "not run" where the run measured no Mahimahi at all."""
+    failed = next((r for r in by_figure if r.startswith("mahimahi: FAILED")), None)
     row = by_figure.get(MAHIMAHI.get(figure, ""))
+    if row is None and failed and figure in MAHIMAHI:
+        return failed.replace("mahimahi: ", "bench/mahimahi ")
+    if not failed and not any(r.startswith("Mahimahi ") for r in by_figure):
+        return "not run (no MAHIMAHI_BINDIR)"
     if row is None:
         return "-"
     return f"{row[1]} ({row[3]})" if row[3] else row[1]

@@ -115,3 +115,10 @@ def test_median_is_one_of_the_values_and_paired_wants_pairs():
     assert benchlib_run("median", "3", "1", "2", "4").stdout.strip() == "2.00"
     r = benchlib_run("paired", "1", "2", "3")
     assert r.returncode != 0 and "give A B pairs" in r.stderr
+
+
+def test_a_failed_mahimahi_run_is_shown_as_failed_not_as_not_run():
+    failed = {"mahimahi: FAILED (exit 1)": ["mahimahi: FAILED (exit 1)", "", "", "", ""]}
+    assert benchlib.mahimahi_cell(failed, "TCP up, tm-delay 0") == "bench/mahimahi FAILED (exit 1)"
+    assert benchlib.mahimahi_cell(failed, "ping RTT p99, tm-delay 10") == "-"
+    assert benchlib.mahimahi_cell({}, "TCP up, tm-delay 0") == "not run (no MAHIMAHI_BINDIR)"
