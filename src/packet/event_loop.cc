@@ -68,6 +68,7 @@ int EventLoop::turn(Nanos& now) {
   for (FerryLink& k : links_)
     for (auto d : {Ferry::kUplink, Ferry::kDownlink}) arrived += k.ferry->receive(d, *k.queues[d]);
   now = monotonic_now();
+  if (now - awake_ > PacketQueue::kStall) tell_stalled(awake_, now);  // stopped since note_stall looked
   for (FerryLink& k : links_) {
     for (auto d : {Ferry::kUplink, Ferry::kDownlink}) k.ferry->release(d, *k.queues[d], now);
     k.ferry->flush_capture(now);
@@ -95,14 +96,17 @@ bool EventLoop::any_arrivals() const {
 
 // A release was due at due_ and the loop did not run until now, later by more than kStall: the ferry was stopped
 // (SIGSTOP, a debugger) or starved of the CPU. The queues are told, so that a link does not send now, in a burst,
-// all it would have carried meanwhile (Ferry::receive does the same for arrivals left unread).
+// all it would have carried meanwhile (Ferry::receive does the same for arrivals left unread). From awake_ on,
+// the loop is busy until its turn reads the clock: a gap there is a stall too (turn looks).
 void EventLoop::note_stall() {
-  if (due_ == kNever) return;
-  const Nanos now = monotonic_now();
-  if (now - due_ > PacketQueue::kStall)
-    for (FerryLink& k : links_)
-      for (PacketQueue* q : k.queues) q->stalled(due_, now);
+  awake_ = monotonic_now();
+  if (due_ != kNever && awake_ - due_ > PacketQueue::kStall) tell_stalled(due_, awake_);
   due_ = kNever;
+}
+
+void EventLoop::tell_stalled(Nanos from, Nanos to) {
+  for (FerryLink& k : links_)
+    for (PacketQueue* q : k.queues) q->stalled(from, to);
 }
 
 // A queue that can never release again (a trace played --once) ends the run: the command is asked to stop

@@ -56,6 +56,7 @@ class EventLoop {
   bool any_arrivals() const;
   Nanos tasks_due() const;  // the earliest task's due time, or kNever
   void note_stall();
+  void tell_stalled(Nanos from, Nanos to);
 
   std::string tool_;  // for messages
   std::vector<FerryLink> links_;
@@ -64,6 +65,7 @@ class EventLoop {
   Nanos last_arrival_ = 0, last_epoll_ = 0;
   int last_batch_ = 0;      // frames read in the last turn that read any
   Nanos due_ = kNever;      // the earliest release the queues wanted when the loop last went to wait
+  Nanos awake_ = 0;         // when the loop last knew it had not stalled (note_stall's clock)
   Nanos kill_at_ = kNever;  // once a queue has finished: when the command gets SIGKILL if still running
   std::vector<LoopTask*> tasks_;
   SignalFd signals_;
