@@ -269,8 +269,8 @@ int Ferry::receive(Direction d, PacketQueue& queue) {
       note_stall(f.realtime - offset, now, queue);
     } else if (f.realtime - offset > now) {
       // It entered the ring after the clock was read: clamped to that older now, it would arrive (and leave)
-      // early by as long as this loop ran (34 us seen through a 1 ms delay under load).
-      offset = realtime_offset(now);
+      // early by as long as this loop ran (34 us seen through a 1 ms delay under load). The offset still holds.
+      now = monotonic_now();
     }
     Packet p;
     p.arrival = arrival_time(f.realtime, now, offset);
